@@ -1,0 +1,1 @@
+"""HTTP concerns shared by every function: envelope, errors, pagination, auth, resolver."""

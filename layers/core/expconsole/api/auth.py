@@ -1,0 +1,70 @@
+"""API keys: generation, hashing, and the check every function makes on the authorizer's verdict.
+
+Keys are stored only as SHA-256 hashes. The authorizer resolves a presented key to its kind;
+each function then requires the kind it serves, so a wrong kind is a 403 and a missing or
+unknown key a 401, both with the usual error body (an HTTP API authorizer alone can only
+answer a bare 403 for a denied request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Any, Literal
+
+from expconsole.api.errors import ApiError, Forbidden, Unauthorized
+
+KeyKind = Literal["console", "server"]
+HEADER = "service-api-key"
+PREFIX: dict[str, str] = {"console": "console-", "server": "secret-"}
+UNKNOWN = "unknown"
+
+
+def generate_key(kind: KeyKind) -> str:
+    """A new key: a kind prefix and 256 bits of randomness."""
+    return PREFIX[kind] + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def hashes_match(stored_hash: str, presented_key: str) -> bool:
+    """Constant-time comparison of a stored hash with the hash of a presented key."""
+    return hmac.compare_digest(stored_hash.encode(), hash_key(presented_key).encode())
+
+
+def header_value(headers: dict[str, Any] | None) -> str | None:
+    """The key header, whatever its case (HTTP header names are case-insensitive)."""
+    for name, value in (headers or {}).items():
+        if name.lower() == HEADER:
+            return value
+    return None
+
+
+def authorizer_context(event: dict[str, Any]) -> dict[str, Any]:
+    """The context our Lambda authorizer attached to an API Gateway v2 event ({} if none)."""
+    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
+    return authorizer.get("lambda") or {}
+
+
+def check(event: dict[str, Any], required: KeyKind) -> tuple[str, str] | ApiError:
+    """The caller's (key id, kind), or the error to answer with."""
+    ctx = authorizer_context(event)
+    kind = ctx.get("keyKind")
+    if header_value(event.get("headers")) is None or not kind:
+        return Unauthorized(
+            f"Missing API key: send it in the SERVICE-API-KEY header ({_describe(required)})."
+        )
+    if kind == UNKNOWN:
+        return Unauthorized("Unknown or inactive API key in the SERVICE-API-KEY header.")
+    if kind != required:
+        return Forbidden(
+            f"This route requires {_describe(required)}; the key in SERVICE-API-KEY is a {kind} key."
+        )
+    return str(ctx.get("keyId", "")), kind
+
+
+def _describe(kind: KeyKind) -> str:
+    return "a console API key" if kind == "console" else "a server secret"

@@ -1,0 +1,1 @@
+"""Pydantic models: the single source of field truth for requests, responses and OpenAPI."""

@@ -1,0 +1,68 @@
+"""Small objects several resources share: owner, review settings, metric references."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from expconsole.models.base import RequestModel, ResponseModel
+
+
+class OwnerIn(RequestModel):
+    ownerID: str = Field(min_length=1, max_length=200)
+    ownerType: str = Field("USER", description="`USER` or `SDK_KEY`.")
+    ownerName: str = Field("", max_length=200)
+    ownerEmail: str = Field("", max_length=320)
+
+
+class Owner(ResponseModel):
+    ownerID: str
+    ownerType: str
+    ownerName: str
+    ownerEmail: str
+
+
+class Reviewer(RequestModel):
+    id: str
+    name: str
+    email: str
+
+
+class ReviewSettingsIn(RequestModel):
+    requiredReview: bool
+    allowedReviewers: list[Reviewer] | None = None
+
+
+class ReviewSettings(ResponseModel):
+    requiredReview: bool
+    allowedReviewers: list[dict[str, str]] | None = None
+
+
+class MetricRef(RequestModel):
+    """A metric named by `name` and `type` (its id is `<name>::<type>`)."""
+
+    name: str = Field(min_length=1, max_length=200)
+    type: str = Field(min_length=1, max_length=100)
+
+
+class ArchiveBody(RequestModel):
+    forceArchive: bool = Field(False, description="Archive even when other entities still reference it.")
+    archiveReason: str | None = Field(None, max_length=1000)
+
+
+class UnarchiveBody(RequestModel):
+    unarchiveReason: str | None = Field(None, max_length=1000)
+
+
+class Message(ResponseModel):
+    message: str
+
+
+class ErrorItem(ResponseModel):
+    field: str
+    message: str
+
+
+class ErrorBody(ResponseModel):
+    status: int
+    message: str
+    errors: list[ErrorItem] | None = None

@@ -1,0 +1,191 @@
+"""Feature gates: request bodies, the list query and the response shape."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from expconsole.api.pagination import PageQuery, Pagination
+from expconsole.models.base import (
+    Description,
+    EntityName,
+    Number,
+    PatchModel,
+    QueryBool,
+    RequestModel,
+    ResponseModel,
+    StrList,
+    Tag,
+)
+from expconsole.models.common import MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
+from expconsole.models.rules import RuleFields, RuleOut, RulePatch
+
+GateId = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=100, pattern=r"^[a-zA-Z0-9_\-.]*$"),
+    Field(description="3 to 100 characters: letters, digits, underscore, hyphen, period."),
+]
+GateType = Literal["TEMPORARY", "PERMANENT", "STALE", "TEMPLATE"]
+TypeReason = Literal[
+    "NONE",
+    "STALE_PROBABLY_LAUNCHED",
+    "STALE_PROBABLY_UNLAUNCHED",
+    "STALE_PROBABLY_FORGOTTEN",
+    "STALE_NO_RULES",
+    "STALE_PROBABLY_DEAD_CHECK",
+    "STALE_EMPTY_CHECKS",
+    "STALE_ALL_TRUE",
+    "STALE_ALL_FALSE",
+]
+GateStatus = Literal["In Progress", "Launched", "Disabled", "Archived"]
+Rate = Literal["0", "100", "INBETWEEN"]
+
+
+class GateRule(RuleFields):
+    """A gate rule: who matches, and what percent of them pass."""
+
+
+class GateCreate(RequestModel):
+    name: EntityName
+    id: GateId | None = None
+    description: Description = ""
+    isEnabled: bool = True
+    rules: list[GateRule] = Field(default_factory=list, max_length=500)
+    tags: list[Tag] = Field(default_factory=list)
+    type: Literal["PERMANENT", "TEMPORARY"] = "TEMPORARY"
+    idType: str = Field("userID", min_length=1, max_length=100)
+    targetApps: StrList = Field(default_factory=list)
+    creatorID: str | None = None
+    creatorEmail: str | None = None
+    team: str | None = None
+    teamID: str | None = None
+    measureMetricLifts: bool = True
+    monitoringMetrics: list[MetricRef] = Field(default_factory=list)
+    reviewSettings: ReviewSettingsIn | None = None
+    releasePipelineID: str | None = None
+    isTemplate: bool = False
+    store0100Exposures: bool = False
+    owner: OwnerIn | None = None
+
+
+class _GateChanges(PatchModel):
+    """Fields an update may change; `version`, when sent, must be the stored one (else 409)."""
+
+    NULLABLE = frozenset({"team", "teamID", "releasePipelineID", "reviewSettings"})
+
+    name: EntityName | None = None
+    isEnabled: bool | None = None
+    description: Description | None = None
+    rules: list[GateRule] | None = Field(None, max_length=500)
+    tags: list[Tag] | None = None
+    type: Literal["PERMANENT", "TEMPORARY"] | None = None
+    idType: str | None = Field(None, min_length=1, max_length=100)
+    targetApps: StrList | None = None
+    team: str | None = None
+    teamID: str | None = None
+    measureMetricLifts: bool | None = None
+    monitoringMetrics: list[MetricRef] | None = None
+    reviewSettings: ReviewSettingsIn | None = None
+    releasePipelineID: str | None = None
+    store0100Exposures: bool | None = None
+    owner: OwnerIn | None = None
+    version: int | None = Field(
+        None, ge=1, description="Optimistic lock: the version this change is based on."
+    )
+
+
+class GateUpdate(_GateChanges):
+    """Full update (POST /gates/{id}): `isEnabled`, `description` and `rules` are required."""
+
+    isEnabled: bool
+    description: Description
+    rules: list[GateRule] = Field(max_length=500)
+
+
+class GatePatch(_GateChanges):
+    """Partial update (PATCH /gates/{id}): only the fields sent change."""
+
+
+class GateRulesAdd(RequestModel):
+    rules: list[GateRule] = Field(min_length=1, max_length=500)
+
+
+class GateRuleUpdate(RulePatch):
+    """One rule's changes, matched by `id` in PATCH /gates/{id}/rules."""
+
+
+class GateRulesUpdate(RequestModel):
+    rules: list[GateRuleUpdate] = Field(min_length=1, max_length=500)
+
+
+class GateListQuery(PageQuery):
+    idType: list[str] | None = Field(None, description="Any of these id types (comma-separated).")
+    type: GateType | None = None
+    typeReason: TypeReason | None = None
+    passRate: list[Rate] | None = Field(None, description="Expected pass rate from the configuration.")
+    rolloutRate: list[Rate] | None = None
+    releasePipelineID: str | None = None
+    teamID: str | None = None
+    targetAppID: str | None = None
+    includeArchived: QueryBool = False
+    store0100Exposures: QueryBool | None = None
+    creatorName: str | None = None
+    creatorID: str | None = None
+    tags: list[str] | None = Field(None, description="Gates carrying any of these tags.")
+
+
+class ReferencesQuery(BaseModel):
+    limit: int = Field(100, ge=0, le=100, description="0 to 100; 0 returns only the count.")
+    page: int = Field(1, ge=1)
+
+
+class Gate(ResponseModel):
+    id: str
+    name: str
+    description: str
+    idType: str
+    isEnabled: bool
+    status: GateStatus
+    type: GateType
+    typeReason: TypeReason
+    rules: list[RuleOut]
+    checksPerHour: Number
+    tags: list[str]
+    targetApps: list[str]
+    holdoutIDs: list[str]
+    team: str | None
+    teamID: str | None
+    reviewSettings: ReviewSettings
+    measureMetricLifts: bool
+    store0100Exposures: bool
+    monitoringMetrics: list[dict[str, Any]]
+    releasePipelineID: str | None
+    isTemplate: bool
+    owner: Owner
+    version: int
+    permalink: str
+    creatorID: str | None
+    creatorName: str
+    creatorEmail: str | None
+    createdTime: int
+    lastModifierID: str | None
+    lastModifierName: str | None
+    lastModifierEmail: str | None
+    lastModifiedTime: int
+
+
+class GateEnvelope(ResponseModel):
+    message: str
+    data: Gate
+
+
+class GateListEnvelope(ResponseModel):
+    message: str
+    data: list[Gate]
+    pagination: Pagination
+
+
+class GateRulesEnvelope(ResponseModel):
+    message: str
+    data: dict[str, list[RuleOut]]

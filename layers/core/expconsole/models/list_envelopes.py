@@ -1,0 +1,14 @@
+"""Envelopes for lists whose element shape belongs to another resource's issue (for now)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from expconsole.api.pagination import Pagination
+from expconsole.models.base import ResponseModel
+
+
+class AnyListEnvelope(ResponseModel):
+    message: str
+    data: list[dict[str, Any]]
+    pagination: Pagination

@@ -1,0 +1,1 @@
+"""Business rules: field limits beyond the models, state transitions, versioning, references."""

@@ -1,0 +1,506 @@
+"""Feature gates: create, update, lifecycle, rules, versions and references.
+
+`status`, `type` and `typeReason` are derived from the stored configuration on every read
+(`present`), so they can never disagree with the rules they describe:
+
+- status: `Archived` if archived, else `Launched` after a launch (a launched gate passes
+  everyone and is not evaluated, hence `isEnabled: false`), else `In Progress` when enabled
+  and `Disabled` when not.
+- type: `TEMPLATE` for templates, `PERMANENT` when the owner said so (never stale), else
+  `STALE` with a reason when the configuration makes the gate's answer fixed — launched
+  (`STALE_PROBABLY_LAUNCHED`), disabled (`STALE_PROBABLY_UNLAUNCHED`), no rules
+  (`STALE_NO_RULES`), everyone passes (`STALE_ALL_TRUE`) or nobody does (`STALE_ALL_FALSE`) —
+  and `TEMPORARY` otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from expconsole import kinds
+from expconsole.api.errors import BadRequest, Conflict, NotFound
+from expconsole.api.pagination import paginate
+from expconsole.models.gates import (
+    GateCreate,
+    GateListQuery,
+    GatePatch,
+    GateRule,
+    GateRuleUpdate,
+    GateUpdate,
+)
+from expconsole.models.rules import is_everyone_rule, referenced_ids
+from expconsole.services import entities
+from expconsole.services.entities import Doc
+from expconsole.store import dynamo
+
+GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
+SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
+
+
+# --- derived fields ---------------------------------------------------------------------------
+
+
+def rollout_rate(rules: list[Doc]) -> str | None:
+    """The contract's rolloutRate: `0` all rules 0%, `100` all 100% with an everyone rule,
+    `INBETWEEN` some rule strictly between; None when none of these holds."""
+    percents = [r["passPercentage"] for r in rules]
+    if all(p == 0 for p in percents):
+        return "0"
+    if all(p == 100 for p in percents) and any(is_everyone_rule(r) for r in rules):
+        return "100"
+    if any(0 < p < 100 for p in percents):
+        return "INBETWEEN"
+    return None
+
+
+def expected_pass_rate(doc: Doc) -> str:
+    """What the configuration makes the gate return: `0`, `100` or `INBETWEEN`.
+
+    Rules are evaluated in order and the first match decides, so only the rules up to the
+    first everyone rule can ever apply.
+    """
+    state = doc.get("_state", {})
+    if state.get("archived") or (not doc["isEnabled"] and not state.get("launched")):
+        return "0"
+    if state.get("launched"):
+        return "100"
+    reachable: list[Doc] = []
+    for rule in doc["rules"]:
+        reachable.append(rule)
+        if is_everyone_rule(rule):
+            break
+    everyone_reached = bool(reachable) and is_everyone_rule(reachable[-1])
+    if all(r["passPercentage"] == 0 for r in reachable):
+        return "0"
+    if everyone_reached and all(r["passPercentage"] == 100 for r in reachable):
+        return "100"
+    return "INBETWEEN"
+
+
+def status_of(doc: Doc) -> str:
+    state = doc.get("_state", {})
+    if state.get("archived"):
+        return "Archived"
+    if state.get("launched"):
+        return "Launched"
+    return "In Progress" if doc["isEnabled"] else "Disabled"
+
+
+def type_of(doc: Doc) -> tuple[str, str]:
+    if doc.get("isTemplate"):
+        return "TEMPLATE", "NONE"
+    if doc.get("_type") == "PERMANENT":
+        return "PERMANENT", "NONE"
+    state = doc.get("_state", {})
+    if state.get("launched"):
+        return "STALE", "STALE_PROBABLY_LAUNCHED"
+    if not doc["isEnabled"]:
+        return "STALE", "STALE_PROBABLY_UNLAUNCHED"
+    if not doc["rules"]:
+        return "STALE", "STALE_NO_RULES"
+    rate = expected_pass_rate(doc)
+    if rate == "100":
+        return "STALE", "STALE_ALL_TRUE"
+    if rate == "0":
+        return "STALE", "STALE_ALL_FALSE"
+    return "TEMPORARY", "NONE"
+
+
+def present(doc: Doc) -> Doc:
+    """The gate as the API returns it: stored fields plus the derived ones."""
+    gate_type, reason = type_of(doc)
+    out = entities.public(doc)
+    out.update(
+        status=status_of(doc),
+        type=gate_type,
+        typeReason=reason,
+        permalink=entities.permalink(kinds.GATE, doc["id"]),
+    )
+    return out
+
+
+# --- rules --------------------------------------------------------------------------------------
+
+
+def _rule_doc(rule: GateRule | dict[str, Any], rule_id: str, base_id: str) -> Doc:
+    data = rule.model_dump(mode="json") if isinstance(rule, GateRule) else dict(rule)
+    out: Doc = {
+        "id": rule_id,
+        "baseID": base_id,
+        "name": data["name"],
+        "passPercentage": data["passPercentage"],
+        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
+        "environments": data.get("environments"),
+    }
+    for key in ("completedAutomatedRollouts", "pendingAutomatedRollouts"):
+        if data.get(key) is not None:
+            out[key] = data[key]
+    return out
+
+
+def _find_rule(rules: list[Doc], rule_id: str) -> int | None:
+    for index, rule in enumerate(rules):
+        if rule_id in (rule["id"], rule.get("baseID")):
+            return index
+    return None
+
+
+def _stored_rules(given: Iterable[GateRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
+    """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones."""
+    out: list[Doc] = []
+    seen: set[str] = set()
+    for index, rule in enumerate(given):
+        if rule.id is not None:
+            found = _find_rule(existing, rule.id)
+            if found is None:
+                raise BadRequest.field(f"{field}[{index}].id", f"no rule with id {rule.id!r} on this gate")
+            rule_id, base_id = existing[found]["id"], existing[found]["baseID"]
+        else:
+            rule_id = entities.new_id()
+            base_id = rule_id
+        if rule_id in seen:
+            raise BadRequest.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
+        seen.add(rule_id)
+        out.append(_rule_doc(rule, rule_id, base_id))
+    return out
+
+
+def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> None:
+    """Gate and segment conditions must name existing entities, and gates must not form a cycle."""
+    for r_index, rule in enumerate(rules):
+        for c_index, cond in enumerate(rule["conditions"]):
+            where = f"{field}[{r_index}].conditions[{c_index}].targetValue"
+            target = cond.get("targetValue")
+            if cond["type"] in GATE_REFERENCE_TYPES:
+                if target == gate_id:
+                    raise BadRequest.field(where, "a gate cannot depend on itself")
+                entities.require_exists(kinds.GATE, target, where)
+            elif cond["type"] in SEGMENT_REFERENCE_TYPES:
+                entities.require_exists(kinds.SEGMENT, target, where)
+    targets = referenced_ids(rules, GATE_REFERENCE_TYPES)
+    if not targets:
+        return
+    graph = {g["id"]: referenced_ids(g["rules"], GATE_REFERENCE_TYPES) for g in dynamo.list_all(kinds.GATE)}
+    graph[gate_id] = targets
+    path = _cycle_from(gate_id, graph)
+    if path:
+        raise BadRequest.field(field, "gate conditions would form a cycle: " + " -> ".join(path))
+
+
+def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    visited: set[str] = set()
+    while stack:
+        node, path = stack.pop()
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == start:
+                return [*path, start]
+            if nxt not in visited:
+                visited.add(nxt)
+                stack.append((nxt, [*path, nxt]))
+    return None
+
+
+# --- create, read, list ---------------------------------------------------------------------------
+
+
+def create(body: GateCreate) -> Doc:
+    gate_id = body.id or entities.id_from_name(body.name)
+    if not 3 <= len(gate_id) <= 100:
+        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+    rules = _stored_rules(body.rules, [])
+    _check_references(gate_id, rules)
+    if body.releasePipelineID:
+        entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
+    data = body.model_dump(mode="json")
+    doc: Doc = {
+        "id": gate_id,
+        "name": body.name,
+        "description": body.description,
+        "idType": body.idType,
+        "isEnabled": body.isEnabled,
+        "rules": rules,
+        "checksPerHour": 0,
+        "tags": body.tags,
+        "targetApps": body.targetApps,
+        "holdoutIDs": [],
+        "team": body.team,
+        "teamID": body.teamID,
+        "reviewSettings": data["reviewSettings"] or {"requiredReview": False, "allowedReviewers": []},
+        "measureMetricLifts": body.measureMetricLifts,
+        "store0100Exposures": body.store0100Exposures,
+        "monitoringMetrics": data["monitoringMetrics"],
+        "releasePipelineID": body.releasePipelineID,
+        "isTemplate": body.isTemplate,
+        "owner": entities.owner_for(data["owner"]),
+        **entities.bookkeeping(body.creatorID, body.creatorEmail),
+        "_type": body.type,
+        "_state": {"launched": False, "archived": False},
+    }
+    return present(entities.insert(kinds.GATE, gate_id, doc))
+
+
+def get(gate_id: str) -> Doc:
+    return present(entities.load(kinds.GATE, gate_id))
+
+
+def _matches(gate: Doc, doc: Doc, q: GateListQuery) -> bool:
+    checks = [
+        q.includeArchived or gate["status"] != "Archived",
+        q.idType is None or gate["idType"] in q.idType,
+        q.type is None or gate["type"] == q.type,
+        q.typeReason is None or gate["typeReason"] == q.typeReason,
+        q.passRate is None or expected_pass_rate(doc) in q.passRate,
+        q.rolloutRate is None or rollout_rate(gate["rules"]) in q.rolloutRate,
+        q.releasePipelineID is None or gate.get("releasePipelineID") == q.releasePipelineID,
+        q.teamID is None or gate.get("teamID") == q.teamID,
+        q.targetAppID is None or q.targetAppID in gate["targetApps"],
+        q.store0100Exposures is None or gate["store0100Exposures"] == q.store0100Exposures,
+        q.creatorName is None or gate["creatorName"] == q.creatorName,
+        q.creatorID is None or gate["creatorID"] == q.creatorID,
+        q.tags is None or bool(set(q.tags) & set(gate["tags"])),
+    ]
+    return all(checks)
+
+
+def list_gates(q: GateListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+    matching = []
+    for doc in dynamo.list_all(kinds.GATE):
+        gate = present(doc)
+        if _matches(gate, doc, q):
+            matching.append(gate)
+    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+
+
+def versions(
+    gate_id: str, page: int, limit: int, path: str, raw_query: str
+) -> tuple[list[Doc], dict[str, Any]]:
+    snapshots = dynamo.versions(kinds.GATE, gate_id)
+    if not snapshots:
+        entities.load(kinds.GATE, gate_id)  # 404 when the gate does not exist
+    return paginate([present(s) for s in snapshots], page=page, limit=limit, path=path, raw_query=raw_query)
+
+
+# --- updates -----------------------------------------------------------------------------------
+
+
+def _refuse_if_archived(doc: Doc) -> None:
+    if doc.get("_state", {}).get("archived"):
+        raise BadRequest(f"Gate {doc['id']!r} is archived: unarchive it before changing it.")
+
+
+def _apply_changes(doc: Doc, changes: GatePatch | GateUpdate) -> None:
+    _refuse_if_archived(doc)
+    sent = changes.changes()
+    sent.pop("version", None)
+    if "rules" in sent:
+        assert changes.rules is not None
+        doc["rules"] = _stored_rules(changes.rules, doc["rules"])
+        _check_references(doc["id"], doc["rules"])
+        sent.pop("rules")
+    if sent.get("releasePipelineID"):
+        entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
+    if "type" in sent:
+        doc["_type"] = sent.pop("type")
+    if "isEnabled" in sent:
+        doc["_state"] = {**doc["_state"], "launched": False}
+    if "owner" in sent:
+        sent["owner"] = entities.owner_for(sent["owner"])
+    if "reviewSettings" in sent and sent["reviewSettings"] is None:
+        sent["reviewSettings"] = {"requiredReview": False, "allowedReviewers": []}
+    doc.update(sent)
+
+
+def full_update(gate_id: str, body: GateUpdate) -> Doc:
+    return present(entities.update(kinds.GATE, gate_id, lambda d: _apply_changes(d, body), body.version))
+
+
+def patch(gate_id: str, body: GatePatch) -> Doc:
+    return present(entities.update(kinds.GATE, gate_id, lambda d: _apply_changes(d, body), body.version))
+
+
+def _set_enabled(doc: Doc, enabled: bool, launched: bool) -> None:
+    _refuse_if_archived(doc)
+    doc["isEnabled"] = enabled
+    doc["_state"] = {**doc["_state"], "launched": launched}
+
+
+def enable(gate_id: str) -> Doc:
+    return present(entities.update(kinds.GATE, gate_id, lambda d: _set_enabled(d, True, False)))
+
+
+def disable(gate_id: str) -> Doc:
+    return present(entities.update(kinds.GATE, gate_id, lambda d: _set_enabled(d, False, False)))
+
+
+def launch(gate_id: str) -> Doc:
+    """Launch: everyone passes from now on; the rules are kept but no longer evaluated."""
+    return present(entities.update(kinds.GATE, gate_id, lambda d: _set_enabled(d, False, True)))
+
+
+def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
+    def change(doc: Doc) -> None:
+        if doc["_state"].get("archived"):
+            raise BadRequest(f"Gate {gate_id!r} is already archived.")
+        if not force:
+            users = [r for r in references(gate_id) if not r.get("_state", {}).get("archived")]
+            if users:
+                raise Conflict(
+                    f"Gate {gate_id!r} is still used by {_describe(users)}; remove those references "
+                    "or archive with forceArchive: true."
+                )
+        doc["_state"] = {
+            **doc["_state"],
+            "archived": True,
+            "archiveReason": reason,
+            "archivedTime": entities.now_ms(),
+        }
+
+    return present(entities.update(kinds.GATE, gate_id, change))
+
+
+def unarchive(gate_id: str) -> Doc:
+    def change(doc: Doc) -> None:
+        if not doc["_state"].get("archived"):
+            raise BadRequest(f"Gate {gate_id!r} is not archived.")
+        doc["_state"] = {"launched": doc["_state"].get("launched", False), "archived": False}
+
+    return present(entities.update(kinds.GATE, gate_id, change))
+
+
+def delete(gate_id: str) -> None:
+    doc = entities.load(kinds.GATE, gate_id)
+    users = references(gate_id)
+    if users:
+        raise Conflict(f"Gate {gate_id!r} is used by {_describe(users)}; remove those references first.")
+    entities.remove(kinds.GATE, gate_id, doc)
+
+
+# --- rule endpoints ----------------------------------------------------------------------------
+
+
+def get_rules(gate_id: str) -> list[Doc]:
+    return entities.load(kinds.GATE, gate_id)["rules"]
+
+
+def add_rules(gate_id: str, rules: list[GateRule]) -> Doc:
+    """Append rules; each gets a new id (a rule's id is the service's to assign)."""
+    for index, rule in enumerate(rules):
+        if rule.id is not None or rule.baseID is not None:
+            raise BadRequest.field(
+                f"rules[{index}].id", "new rules get their id from the service; leave it out"
+            )
+
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        new = []
+        for rule in rules:
+            rule_id = entities.new_id()
+            new.append(_rule_doc(rule, rule_id, rule_id))
+        combined = doc["rules"] + new
+        _check_references(gate_id, combined)
+        doc["rules"] = combined
+
+    return present(entities.update(kinds.GATE, gate_id, change))
+
+
+def _merge_rule(rule: Doc, update: GateRuleUpdate) -> Doc:
+    sent = update.changes()
+    sent.pop("id", None)
+    sent.pop("baseID", None)
+    merged = {**rule, **sent}
+    return _rule_doc(merged, rule["id"], rule["baseID"])
+
+
+def update_rules(gate_id: str, updates: list[GateRuleUpdate]) -> Doc:
+    """Change the listed rules, matched by id; rules not listed stay as they are."""
+
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        rules = list(doc["rules"])
+        for index, update in enumerate(updates):
+            if update.id is None:
+                raise BadRequest.field(f"rules[{index}].id", "is required: it names the rule to update")
+            found = _find_rule(rules, update.id)
+            if found is None:
+                raise BadRequest.field(f"rules[{index}].id", f"no rule with id {update.id!r} on this gate")
+            rules[found] = _merge_rule(rules[found], update)
+        _check_references(gate_id, rules)
+        doc["rules"] = rules
+
+    return present(entities.update(kinds.GATE, gate_id, change))
+
+
+def update_rule(gate_id: str, rule_id: str, update: GateRuleUpdate) -> Doc:
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        found = _find_rule(doc["rules"], rule_id)
+        if found is None:
+            raise _rule_missing(gate_id, rule_id)
+        rules = list(doc["rules"])
+        rules[found] = _merge_rule(rules[found], update)
+        _check_references(gate_id, rules)
+        doc["rules"] = rules
+
+    return present(entities.update(kinds.GATE, gate_id, change))
+
+
+def delete_rule(gate_id: str, rule_id: str) -> Doc:
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        found = _find_rule(doc["rules"], rule_id)
+        if found is None:
+            raise _rule_missing(gate_id, rule_id)
+        doc["rules"] = [r for i, r in enumerate(doc["rules"]) if i != found]
+
+    return present(entities.update(kinds.GATE, gate_id, change))
+
+
+def _rule_missing(gate_id: str, rule_id: str) -> NotFound:
+    return NotFound(f"Gate {gate_id!r} has no rule {rule_id!r}.")
+
+
+# --- references --------------------------------------------------------------------------------
+
+
+def _uses_gate(kind: str, doc: Doc, gate_id: str) -> bool:
+    if doc.get("targetingGateID") == gate_id:
+        return True
+    if kind == kinds.HOLDOUT and gate_id in (doc.get("gateIDs") or []):
+        return True
+    rules = list(doc.get("rules") or []) + list(doc.get("inlineTargetingRules") or [])
+    for phase in doc.get("phases") or []:
+        rules.extend(phase.get("rules") or [])
+    return gate_id in referenced_ids(rules, GATE_REFERENCE_TYPES)
+
+
+def references_of_kind(kind: str, gate_id: str) -> list[Doc]:
+    """Stored entities of `kind` that refer to the gate (conditions or targetingGateID)."""
+    entities.load(kinds.GATE, gate_id)
+    return [
+        doc
+        for doc in dynamo.list_all(kind)
+        if not (kind == kinds.GATE and doc["id"] == gate_id) and _uses_gate(kind, doc, gate_id)
+    ]
+
+
+def references(gate_id: str) -> list[Doc]:
+    out: list[Doc] = []
+    for kind in (kinds.GATE, kinds.EXPERIMENT, kinds.DYNAMIC_CONFIG, kinds.HOLDOUT, kinds.RELEASE_PIPELINE):
+        out.extend({**doc, "_kind": kind} for doc in references_of_kind(kind, gate_id))
+    return out
+
+
+def _describe(users: list[Doc]) -> str:
+    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in users[:10]]
+    more = f" and {len(users) - 10} more" if len(users) > 10 else ""
+    return ", ".join(names) + more
+
+
+def list_references(
+    kind: str, gate_id: str, page: int, limit: int, path: str, raw_query: str
+) -> tuple[list[Doc], dict[str, Any]]:
+    docs = references_of_kind(kind, gate_id)
+    shown = [present(d) if kind == kinds.GATE else entities.public(d) for d in docs]
+    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
