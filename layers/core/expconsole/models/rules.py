@@ -91,14 +91,17 @@ class Condition(RequestModel):
     """One condition of a rule; all conditions of a rule must hold for it to match."""
 
     type: ConditionType
-    operator: str | None = Field(None, description="Not sent for public, segment and gate conditions.")
+    operator: str | None = Field(
+        None, validate_default=True, description="Not sent for public, segment and gate conditions."
+    )
     targetValue: Any = Field(
         None,
+        validate_default=True,
         description="Array for list operators; string for version, regex, segment and gate ones; "
         "number for numeric and time ones.",
     )
-    field: str | None = Field(None, description="Custom field name (type custom_field).")
-    customID: str | None = Field(None, description="Unit id type (type unit_id).")
+    field: str | None = Field(None, validate_default=True, description="Custom field name (type custom_field).")
+    customID: str | None = Field(None, validate_default=True, description="Unit id type (type unit_id).")
 
     @field_validator("operator")
     @classmethod

@@ -44,6 +44,15 @@ def resolve(presented: str) -> dict[str, Any] | None:
     return record
 
 
+def deactivate(key_id: str) -> bool:
+    """Revoke a key by its id; False if there is no such key."""
+    for record in dynamo.list_keys():
+        if record["keyId"] == key_id:
+            dynamo.set_key_active(record["keyHash"], False)
+            return True
+    return False
+
+
 def list_keys() -> list[dict[str, Any]]:
     """Key records without their hashes, for `expconsole keys list`."""
     return [{k: v for k, v in r.items() if k != "keyHash"} for r in dynamo.list_keys()]

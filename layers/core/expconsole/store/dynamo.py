@@ -256,6 +256,19 @@ def get_key(key_hash: str) -> dict[str, Any] | None:
     return json.loads(item["doc"]["S"]) if item else None
 
 
+def set_key_active(key_hash: str, active: bool) -> None:
+    record = get_key(key_hash)
+    if record is None:
+        raise StoreMissing(key_hash)
+    record["active"] = active
+    _ddb().update_item(
+        TableName=config.table_name(),
+        Key={"PK": _s(f"KEY#{key_hash}"), "SK": _s("KEY")},
+        UpdateExpression="SET doc = :doc",
+        ExpressionAttributeValues={":doc": _s(json.dumps(record, separators=(",", ":")))},
+    )
+
+
 def list_keys() -> list[dict[str, Any]]:
     items = _query(
         IndexName=GSI1,

@@ -1,0 +1,85 @@
+"""Generate the OpenAPI document from the functions' routers and our pydantic models.
+
+`make openapi` writes it to openapi.json; a test fails when the committed copy is stale.
+Every `functions/<group>/app.py` that declares a module-level `router` contributes its routes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.openapi.models import APIKey, APIKeyIn, Server
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from expconsole import __version__
+
+TITLE = "Experimentation Console API"
+DESCRIPTION = (
+    "Manage experiments, feature gates, dynamic configs, holdouts, release pipelines, metrics, "
+    "prompts and warehouse sources; send events; read experiment results. Every console route "
+    "requires a console key in the SERVICE-API-KEY header; ingestion requires a server secret."
+)
+
+
+def repo_root(start: Path | None = None) -> Path:
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / "template.yaml").exists() and (candidate / "functions").is_dir():
+            return candidate
+    raise SystemExit("template.yaml not found: run from the repository")
+
+
+def function_routers(root: Path) -> list[tuple[str, APIGatewayHttpRouter]]:
+    """Each function's router, imported by file path (every function's module is `app.py`)."""
+    out = []
+    for path in sorted(root.glob("functions/*/app.py")):
+        name = f"expconsole_openapi_{path.parent.name}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        router = getattr(module, "router", None)
+        if isinstance(router, APIGatewayHttpRouter):
+            out.append((path.parent.name, router))
+    return out
+
+
+def document(root: Path | None = None) -> dict[str, Any]:
+    app = APIGatewayHttpResolver(enable_validation=True)
+    for _, router in function_routers(root or repo_root()):
+        app.include_router(router)
+    schema = app.get_openapi_json_schema(
+        title=TITLE,
+        version=__version__,
+        description=DESCRIPTION,
+        servers=[Server(url="http://127.0.0.1:3000", description="expconsole serve")],
+        security_schemes={"apiKey": APIKey(name="SERVICE-API-KEY", in_=APIKeyIn.header)},
+        security=[{"apiKey": []}],
+    )
+    return _without_422(json.loads(schema))
+
+
+def _without_422(doc: dict[str, Any]) -> dict[str, Any]:
+    """Our validation errors are 400s (see expconsole.api.app), so drop Powertools' 422 entries."""
+    for operations in doc.get("paths", {}).values():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    schemas = doc.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        if f'"#/components/schemas/{name}"' not in json.dumps({k: v for k, v in doc.items() if k != "components"}):
+            schemas.pop(name, None)
+    return doc
+
+
+def render(root: Path | None = None) -> str:
+    return json.dumps(document(root), indent=2, sort_keys=True) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())

@@ -1,0 +1,112 @@
+"""Shared fixtures: an in-memory AWS (moto) with the table and bucket, and a handler caller."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """moto's in-memory AWS with our table created, and fresh boto3 clients around it."""
+    from moto import mock_aws
+
+    from expconsole import aws as aws_clients
+    from expconsole.store import dynamo
+
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "TABLE_NAME": "expconsole-test",
+        "EVENTS_BUCKET": "expconsole-test-events",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    aws_clients.reset()
+    with mock_aws():
+        dynamo.create_table()
+        yield
+    aws_clients.reset()
+
+
+def load_function(name: str) -> Any:
+    """Import functions/<name>/app.py under a unique module name (every function has an app.py)."""
+    module_name = f"expconsole_test_fn_{name}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, ROOT / "functions" / name / "app.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def http_event(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    query: str = "",
+    key_kind: str | None = "console",
+    key_id: str = "test-key",
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An API Gateway HTTP API (payload 2.0) event as the authorizer would pass it on."""
+    params: dict[str, str] = {}
+    for k, v in parse_qsl(query, keep_blank_values=True):
+        params[k] = f"{params[k]},{v}" if k in params else v
+    all_headers = {"content-type": "application/json", "host": "localhost:3000", "x-forwarded-proto": "http"}
+    if key_kind is not None:
+        all_headers["service-api-key"] = "presented-key"
+    all_headers.update(headers or {})
+    context: dict[str, Any] = {
+        "accountId": "123456789012",
+        "apiId": "local",
+        "domainName": "localhost",
+        "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},
+        "requestId": "req",
+        "routeKey": "$default",
+        "stage": "$default",
+        "time": "01/Jan/2026:00:00:00 +0000",
+        "timeEpoch": 0,
+    }
+    if key_kind is not None:
+        context["authorizer"] = {"lambda": {"keyKind": key_kind, "keyId": key_id}}
+    return {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "queryStringParameters": params or None,
+        "headers": all_headers,
+        "requestContext": context,
+        "body": body if isinstance(body, str) or body is None else json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+class Caller:
+    """Calls one function's lambda_handler with HTTP-like arguments; returns (status, json)."""
+
+    def __init__(self, function: str) -> None:
+        self.module = load_function(function)
+
+    def __call__(self, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
+        response = self.module.lambda_handler(http_event(method, path, body, **kwargs), None)
+        return response["statusCode"], json.loads(response["body"])
+
+
+@pytest.fixture
+def gates_fn(aws: None) -> Caller:
+    return Caller("gates")

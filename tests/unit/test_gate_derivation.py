@@ -1,0 +1,73 @@
+"""Gate status, type and rates follow from the configuration, as services/gates.py documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from expconsole.services.gates import expected_pass_rate, rollout_rate, status_of, type_of
+
+
+def rule(percent: float, *conditions: dict[str, Any]) -> dict[str, Any]:
+    return {"passPercentage": percent, "conditions": list(conditions)}
+
+
+US = {"type": "country", "operator": "any", "targetValue": ["US"]}
+EVERYONE = {"type": "public"}
+
+
+def gate(rules: list[dict[str, Any]], enabled: bool = True, **state: Any) -> dict[str, Any]:
+    return {"isEnabled": enabled, "rules": rules, "_type": state.pop("type", "TEMPORARY"), "_state": state}
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        (gate([]), ("STALE", "STALE_NO_RULES")),
+        (gate([rule(100)]), ("STALE", "STALE_ALL_TRUE")),
+        (gate([rule(100, EVERYONE)]), ("STALE", "STALE_ALL_TRUE")),
+        (gate([rule(0, US), rule(0)]), ("STALE", "STALE_ALL_FALSE")),
+        (gate([rule(50, US)]), ("TEMPORARY", "NONE")),
+        (gate([rule(100, US)]), ("TEMPORARY", "NONE")),
+        (gate([rule(0, US), rule(100)]), ("TEMPORARY", "NONE")),
+        (gate([rule(100), rule(0, US)]), ("STALE", "STALE_ALL_TRUE")),
+        (gate([], type="PERMANENT"), ("PERMANENT", "NONE")),
+        (gate([rule(50, US)], enabled=False), ("STALE", "STALE_PROBABLY_UNLAUNCHED")),
+        (gate([rule(50, US)], enabled=False, launched=True), ("STALE", "STALE_PROBABLY_LAUNCHED")),
+        ({**gate([rule(50, US)]), "isTemplate": True}, ("TEMPLATE", "NONE")),
+    ],
+)
+def test_type_and_reason(doc: dict[str, Any], expected: tuple[str, str]) -> None:
+    assert type_of(doc) == expected
+
+
+def test_status_follows_enabled_launched_archived() -> None:
+    assert status_of(gate([])) == "In Progress"
+    assert status_of(gate([], enabled=False)) == "Disabled"
+    assert status_of(gate([], enabled=False, launched=True)) == "Launched"
+    assert status_of(gate([], enabled=False, launched=True, archived=True)) == "Archived"
+
+
+@pytest.mark.parametrize(
+    ("rules", "expected"),
+    [
+        ([], "0"),
+        ([rule(0, US), rule(0)], "0"),
+        ([rule(100, US), rule(100)], "100"),
+        ([rule(100, US)], None),
+        ([rule(100, US), rule(0)], None),
+        ([rule(25, US), rule(100)], "INBETWEEN"),
+    ],
+)
+def test_rollout_rate(rules: list[dict[str, Any]], expected: str | None) -> None:
+    assert rollout_rate(rules) == expected
+
+
+def test_expected_pass_rate_only_counts_rules_up_to_the_first_everyone_rule() -> None:
+    assert expected_pass_rate(gate([rule(100), rule(0, US)])) == "100"
+    assert expected_pass_rate(gate([rule(0), rule(100, US)])) == "0"
+    assert expected_pass_rate(gate([rule(100, US), rule(100)])) == "100"
+    assert expected_pass_rate(gate([rule(100, US)])) == "INBETWEEN"
+    assert expected_pass_rate(gate([rule(100)], enabled=False)) == "0"
+    assert expected_pass_rate(gate([], enabled=False, launched=True)) == "100"
