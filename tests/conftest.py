@@ -18,10 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """moto's in-memory AWS with our table created, and fresh boto3 clients around it."""
-    from moto import mock_aws
-
     from expconsole import aws as aws_clients
     from expconsole.store import dynamo
+    from moto import mock_aws
 
     for name, value in {
         "AWS_ACCESS_KEY_ID": "testing",
@@ -74,7 +73,13 @@ def http_event(
         "accountId": "123456789012",
         "apiId": "local",
         "domainName": "localhost",
-        "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},
+        "http": {
+            "method": method,
+            "path": path,
+            "protocol": "HTTP/1.1",
+            "sourceIp": "127.0.0.1",
+            "userAgent": "t",
+        },
         "requestId": "req",
         "routeKey": "$default",
         "stage": "$default",

@@ -6,17 +6,19 @@ import json
 import logging
 
 import pytest
-
 from expconsole.api.auth import hash_key
 from expconsole.services import keys
 from expconsole.store import dynamo
+
 from tests.conftest import Caller, http_event, load_function
 
 
 def authorize(key: str | None) -> dict:
     authorizer = load_function("authorizer")
     headers = {} if key is None else {"SERVICE-API-KEY": key}
-    return authorizer.lambda_handler({"type": "REQUEST", "headers": headers, "identitySource": [key] if key else []}, None)
+    return authorizer.lambda_handler(
+        {"type": "REQUEST", "headers": headers, "identitySource": [key] if key else []}, None
+    )
 
 
 def test_keys_are_stored_only_as_hashes(aws: None) -> None:
@@ -58,7 +60,9 @@ def test_console_routes_require_a_console_key(aws: None, key_kind: str | None, s
         assert body["status"] == status and "SERVICE-API-KEY" in body["message"]
 
 
-def test_no_key_reaches_the_logs(aws: None, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture) -> None:
+def test_no_key_reaches_the_logs(
+    aws: None, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture
+) -> None:
     plain, _ = keys.create_key("console")
     gates = load_function("gates")
     caplog.set_level(logging.DEBUG)

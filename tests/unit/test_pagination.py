@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
-
 from expconsole.api.pagination import PageQuery, paginate
+from pydantic import ValidationError
 
 ITEMS = list(range(7))
 
@@ -15,7 +14,9 @@ def test_first_middle_and_last_pages_link_to_neighbours_keeping_filters() -> Non
     assert first == [0, 1, 2]
     assert p1["nextPage"] == "/console/v1/gates?tags=web&page=2&limit=3"
     assert p1["previousPage"] is None
-    middle, p2 = paginate(ITEMS, page=2, limit=3, path="/console/v1/gates", raw_query="tags=web&page=2&limit=3")
+    middle, p2 = paginate(
+        ITEMS, page=2, limit=3, path="/console/v1/gates", raw_query="tags=web&page=2&limit=3"
+    )
     assert middle == [3, 4, 5]
     assert p2["previousPage"] == "/console/v1/gates?tags=web&page=1&limit=3"
     last, p3 = paginate(ITEMS, page=3, limit=3, path="/console/v1/gates", raw_query="page=3&tags=web&limit=3")

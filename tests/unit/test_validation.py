@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
-
 from expconsole.api.validation import field_errors, field_path
 from expconsole.models.gates import GateCreate, GatePatch
 from expconsole.models.rules import Condition
+from pydantic import ValidationError
 
 
 def errors_of(model: type, data: dict) -> dict[str, str]:
@@ -29,7 +28,11 @@ def test_nested_condition_errors_point_at_the_condition_field() -> None:
         {
             "name": "gate",
             "rules": [
-                {"name": "r", "passPercentage": 10, "conditions": [{"type": "app_version", "operator": "version_gt", "targetValue": ["1"]}]}
+                {
+                    "name": "r",
+                    "passPercentage": 10,
+                    "conditions": [{"type": "app_version", "operator": "version_gt", "targetValue": ["1"]}],
+                }
             ],
         },
     )
@@ -38,12 +41,21 @@ def test_nested_condition_errors_point_at_the_condition_field() -> None:
 
 
 def test_strings_are_not_coerced_to_numbers_or_booleans() -> None:
-    errors = errors_of(GateCreate, {"name": "gate", "isEnabled": "true", "rules": [{"name": "r", "passPercentage": "5", "conditions": []}]})
+    errors = errors_of(
+        GateCreate,
+        {
+            "name": "gate",
+            "isEnabled": "true",
+            "rules": [{"name": "r", "passPercentage": "5", "conditions": []}],
+        },
+    )
     assert set(errors) == {"isEnabled", "rules[0].passPercentage"}
 
 
 def test_unknown_fields_are_refused_by_name() -> None:
-    assert errors_of(GateCreate, {"name": "gate", "enabled": True}) == {"enabled": "is not a field of this request"}
+    assert errors_of(GateCreate, {"name": "gate", "enabled": True}) == {
+        "enabled": "is not a field of this request"
+    }
 
 
 def test_patch_refuses_null_for_non_nullable_fields_but_allows_it_where_null_means_unset() -> None:
@@ -101,4 +113,6 @@ def test_pass_percentage_bounds_and_precision() -> None:
     for ok in (0, 100, 12.5, 33.33):
         GateCreate.model_validate({"name": "gate", "rules": [{**rule, "passPercentage": ok}]})
     for bad in (-1, 100.01, 50.123, True):
-        assert "rules[0].passPercentage" in errors_of(GateCreate, {"name": "gate", "rules": [{**rule, "passPercentage": bad}]})
+        assert "rules[0].passPercentage" in errors_of(
+            GateCreate, {"name": "gate", "rules": [{**rule, "passPercentage": bad}]}
+        )

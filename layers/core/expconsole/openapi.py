@@ -72,7 +72,9 @@ def _without_422(doc: dict[str, Any]) -> dict[str, Any]:
             operation.get("responses", {}).pop("422", None)
     schemas = doc.get("components", {}).get("schemas", {})
     for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
-        if f'"#/components/schemas/{name}"' not in json.dumps({k: v for k, v in doc.items() if k != "components"}):
+        if f'"#/components/schemas/{name}"' not in json.dumps(
+            {k: v for k, v in doc.items() if k != "components"}
+        ):
             schemas.pop(name, None)
     return doc
 

@@ -19,7 +19,6 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 
-
 def _number(value: object) -> int | float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise PydanticCustomError("number_type", "must be a number")
@@ -80,7 +79,9 @@ class PatchModel(RequestModel):
     @classmethod
     def _no_null_for_required_values(cls, value: Any, info: ValidationInfo) -> Any:
         if value is None and info.field_name not in cls.NULLABLE:
-            raise PydanticCustomError("null_not_allowed", "cannot be null; leave the field out to keep its value")
+            raise PydanticCustomError(
+                "null_not_allowed", "cannot be null; leave the field out to keep its value"
+            )
         return value
 
     def changes(self) -> dict[str, Any]:

@@ -100,7 +100,9 @@ class Condition(RequestModel):
         description="Array for list operators; string for version, regex, segment and gate ones; "
         "number for numeric and time ones.",
     )
-    field: str | None = Field(None, validate_default=True, description="Custom field name (type custom_field).")
+    field: str | None = Field(
+        None, validate_default=True, description="Custom field name (type custom_field)."
+    )
     customID: str | None = Field(None, validate_default=True, description="Unit id type (type unit_id).")
 
     @field_validator("operator")
