@@ -116,3 +116,9 @@ def test_pass_percentage_bounds_and_precision() -> None:
         assert "rules[0].passPercentage" in errors_of(
             GateCreate, {"name": "gate", "rules": [{**rule, "passPercentage": bad}]}
         )
+
+
+def test_pattern_errors_are_said_in_words() -> None:
+    errors = errors_of(GateCreate, {"name": "bad/name", "id": "bad id"})
+    assert errors["name"].startswith("may contain only letters, digits, underscore, hyphen, period and space")
+    assert errors["id"].startswith("may contain only letters, digits, underscore, hyphen and period")

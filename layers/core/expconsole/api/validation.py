@@ -28,10 +28,23 @@ def field_path(loc: Sequence[Any]) -> str:
     return out
 
 
+# Patterns our models use, said in words (the pattern itself is kept for precision).
+_PATTERNS = {
+    r"^[a-zA-Z0-9_\-. ]*$": "may contain only letters, digits, underscore, hyphen, period and space",
+    r"^[a-zA-Z0-9_\-.]*$": "may contain only letters, digits, underscore, hyphen and period",
+    r"^[a-zA-Z0-9_\- ]*$": "may contain only letters, digits, underscore, hyphen and space",
+    r"^[a-zA-Z0-9_\-]*$": "may contain only letters, digits, underscore and hyphen",
+}
+
+
 def message(error: dict[str, Any]) -> str:
     kind = error.get("type", "")
     if kind in _MESSAGES:
         return _MESSAGES[kind]
+    if kind == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern", "")
+        if pattern in _PATTERNS:
+            return f"{_PATTERNS[pattern]} (pattern {pattern})"
     if kind == "json_invalid":
         detail = (error.get("ctx") or {}).get("error", "")
         return (
