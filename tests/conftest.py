@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """moto's in-memory AWS with our table created, and fresh boto3 clients around it."""
+    from moto import mock_aws
+
     from expconsole import aws as aws_clients
     from expconsole.store import dynamo
-    from moto import mock_aws
 
     for name, value in {
         "AWS_ACCESS_KEY_ID": "testing",

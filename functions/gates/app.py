@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
 from expconsole import kinds
 from expconsole.api.app import build
 from expconsole.api.docs import responses

@@ -6,10 +6,10 @@ import json
 import logging
 
 import pytest
+
 from expconsole.api.auth import hash_key
 from expconsole.services import keys
 from expconsole.store import dynamo
-
 from tests.conftest import Caller, http_event, load_function
 
 

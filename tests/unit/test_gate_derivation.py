@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from expconsole.services.gates import expected_pass_rate, rollout_rate, status_of, type_of
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from expconsole.api.pagination import PageQuery, paginate
 from pydantic import ValidationError
+
+from expconsole.api.pagination import PageQuery, paginate
 
 ITEMS = list(range(7))
 

@@ -1,0 +1,356 @@
+"""template.yaml agrees with the code it deploys, and `sam validate --lint` accepts it.
+
+The template is what gets deployed and what the local server reads its routes from, so drift
+between it, the store's table schema, the functions' resolvers and the sample events would
+otherwise only show up after a deploy.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from moto import mock_aws
+
+from expconsole import aws
+from expconsole.services import keys
+from expconsole.store import dynamo
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "template.yaml"
+EVENTS_DIR = ROOT / "events"
+API_KEY_HEADER = "SERVICE-API-KEY"
+DUMMY_AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+Route = tuple[str, str]
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """A SafeLoader that reads CloudFormation short tags (`!Ref X`) as their long form."""
+
+
+def _cfn_tag(loader: _CfnLoader, suffix: str, node: yaml.Node) -> dict[str, Any]:
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)
+    if suffix in ("Ref", "Condition"):
+        return {suffix: value}
+    if suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {f"Fn::{suffix}": value}
+
+
+_CfnLoader.add_multi_constructor("!", _cfn_tag)
+
+
+@functools.cache
+def _template() -> dict[str, Any]:
+    return yaml.load(TEMPLATE.read_text(), Loader=_CfnLoader)
+
+
+def _resources(kind: str) -> dict[str, dict[str, Any]]:
+    return {name: res for name, res in _template()["Resources"].items() if res["Type"] == kind}
+
+
+def _functions() -> dict[str, dict[str, Any]]:
+    return {name: res["Properties"] for name, res in _resources("AWS::Serverless::Function").items()}
+
+
+def _http_events(props: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: event.get("Properties") or {}
+        for name, event in (props.get("Events") or {}).items()
+        if event["Type"] == "HttpApi"
+    }
+
+
+def _routes(props: dict[str, Any]) -> list[Route]:
+    return [(str(p.get("Method", "")).upper(), str(p.get("Path", ""))) for p in _http_events(props).values()]
+
+
+def _code_dir(props: dict[str, Any]) -> Path:
+    return ROOT / props["CodeUri"]
+
+
+def _route_function_ids() -> list[str]:
+    return [name for name, props in _functions().items() if _http_events(props)]
+
+
+def _api() -> tuple[str, dict[str, Any]]:
+    apis = _resources("AWS::Serverless::HttpApi")
+    assert len(apis) == 1, f"expected one HttpApi, found {sorted(apis)}"
+    name, api = next(iter(apis.items()))
+    return name, api["Properties"]
+
+
+def _defines_at_module_level(source: Path, name: str) -> bool:
+    """Whether `name` is bound at the top of the module (def, assignment or import)."""
+    for node in ast.parse(source.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+            return True
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+                return True
+        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            return True
+    return False
+
+
+def _load_function(code_dir: Path) -> ModuleType:
+    """Import functions/<dir>/app.py by path under a unique name (every function's module is `app`)."""
+    name = f"_expconsole_function_{code_dir.name}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, code_dir / "app.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered before running, so pydantic can resolve the module's postponed annotations.
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _sam_cli() -> Path:
+    candidates = [Path(os.environ["SAM_CLI"])] if os.environ.get("SAM_CLI") else []
+    candidates.append(ROOT / ".venv-sam" / "bin" / "sam")
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    pytest.fail(f"sam CLI not found (tried {', '.join(map(str, candidates))}): run `make install-sam`")
+
+
+# --- sam validate ---------------------------------------------------------------------------
+
+
+@pytest.mark.sam
+def test_sam_validate_lint_passes() -> None:
+    env = {**os.environ, **DUMMY_AWS_ENV, "SAM_CLI_TELEMETRY": "0"}
+    result = subprocess.run(
+        [str(_sam_cli()), "validate", "--lint", "--template", str(TEMPLATE), "--region", "us-east-1"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, f"sam validate --lint failed:\n{result.stdout}\n{result.stderr}"
+
+
+# --- resources ------------------------------------------------------------------------------
+
+
+def _by_name(items: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    return sorted(items, key=lambda item: item[key])
+
+
+def test_table_matches_store_schema() -> None:
+    tables = _resources("AWS::DynamoDB::Table")
+    assert len(tables) == 1, f"the design has one table, the template has {sorted(tables)}"
+    props = next(iter(tables.values()))["Properties"]
+    schema = dynamo.TABLE_SCHEMA
+    assert _by_name(props["AttributeDefinitions"], "AttributeName") == _by_name(
+        schema["AttributeDefinitions"], "AttributeName"
+    )
+    assert props["KeySchema"] == schema["KeySchema"]
+    assert _by_name(props["GlobalSecondaryIndexes"], "IndexName") == _by_name(
+        schema["GlobalSecondaryIndexes"], "IndexName"
+    )
+    assert props["BillingMode"] == schema["BillingMode"]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": dynamo.TTL_ATTRIBUTE, "Enabled": True}
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
+
+def test_buckets_block_public_access_and_are_encrypted() -> None:
+    buckets = _resources("AWS::S3::Bucket")
+    assert buckets, "the template declares no bucket"
+    for name, bucket in buckets.items():
+        props = bucket["Properties"]
+        assert props["PublicAccessBlockConfiguration"] == {
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }, name
+        rules = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+        algorithms = {rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] for rule in rules}
+        assert algorithms and algorithms <= {"AES256", "aws:kms", "aws:kms:dsse"}, name
+
+
+def test_api_authorizes_every_route_on_the_key_header() -> None:
+    api_name, api = _api()
+    auth = api["Auth"]
+    default = auth["DefaultAuthorizer"]
+    assert API_KEY_HEADER in auth["Authorizers"][default]["Identity"]["Headers"]
+    for function, props in _functions().items():
+        for event, event_props in _http_events(props).items():
+            assert event_props.get("ApiId") == {"Ref": api_name}, f"{function}.{event} is not on {api_name}"
+            authorizer = (event_props.get("Auth") or {}).get("Authorizer", default)
+            assert authorizer == default, f"{function}.{event} opts out of the default authorizer"
+
+
+def test_routes_are_unique_and_complete() -> None:
+    routes = [route for props in _functions().values() for route in _routes(props)]
+    assert routes, "the template declares no HttpApi route"
+    assert all(method and path.startswith("/") for method, path in routes), routes
+    duplicates = sorted(route for route, count in Counter(routes).items() if count > 1)
+    assert not duplicates, f"routes declared twice: {duplicates}"
+
+
+@pytest.mark.parametrize("logical_id", sorted(_functions()))
+def test_function_code_defines_its_handler(logical_id: str) -> None:
+    props = _functions()[logical_id]
+    handler = props.get("Handler") or _template()["Globals"]["Function"]["Handler"]
+    assert handler == "app.lambda_handler"
+    source = _code_dir(props) / "app.py"
+    assert source.is_file(), f"{logical_id}: {source.relative_to(ROOT)} does not exist"
+    assert _defines_at_module_level(source, "lambda_handler"), f"{source} defines no lambda_handler"
+
+
+# --- resolvers ------------------------------------------------------------------------------
+
+
+def _template_path(powertools_path: str) -> str:
+    """Powertools writes path parameters as `<id>`, API Gateway as `{id}`."""
+    return re.sub(r"<(\w+)>", r"{\1}", powertools_path)
+
+
+@pytest.mark.parametrize("logical_id", _route_function_ids())
+def test_resolver_routes_equal_template_routes(logical_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in DUMMY_AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    code_dir = _code_dir(_functions()[logical_id])
+    if not (code_dir / "app.py").is_file():
+        pytest.skip(f"{code_dir.relative_to(ROOT)}/app.py does not exist yet")
+    app = getattr(_load_function(code_dir), "app", None)
+    assert isinstance(app, APIGatewayHttpResolver), (
+        f"{code_dir.name}/app.py has no module-level resolver `app`"
+    )
+    declared = {
+        (route.method, _template_path(route.path)) for route in [*app._static_routes, *app._dynamic_routes]
+    }
+    in_template = set(_routes(_functions()[logical_id]))
+    assert not declared - in_template, f"routes missing from template.yaml: {sorted(declared - in_template)}"
+    assert not in_template - declared, f"routes the resolver lacks: {sorted(in_template - declared)}"
+
+
+# --- sample events --------------------------------------------------------------------------
+
+
+class _LambdaContext:
+    """The attributes of Lambda's context object that Powertools reads."""
+
+    function_name = "expconsole-test"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:expconsole-test"
+    aws_request_id = "00000000-0000-0000-0000-000000000000"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
+
+
+def _event_files() -> list[Path]:
+    return sorted(EVENTS_DIR.glob("*.json"))
+
+
+def _authorizer_function() -> str:
+    _, api = _api()
+    auth = api["Auth"]
+    return auth["Authorizers"][auth["DefaultAuthorizer"]]["FunctionArn"]["Fn::GetAtt"][0]
+
+
+def _function_for(event: dict[str, Any]) -> str:
+    """The function an event is for: the authorizer, or the one whose route matches routeKey."""
+    if event.get("type") == "REQUEST":
+        return _authorizer_function()
+    route = tuple(event["routeKey"].split(" ", 1))
+    owners = [name for name, props in _functions().items() if route in _routes(props)]
+    assert owners, f"routeKey {event['routeKey']!r} is not a route of template.yaml"
+    return owners[0]
+
+
+def test_there_is_a_sample_event_per_kind() -> None:
+    names = {path.stem for path in _event_files()}
+    assert {"authorizer", "gates_list", "gates_create"} <= names
+
+
+@pytest.mark.parametrize("path", _event_files(), ids=lambda p: p.stem)
+def test_sample_event_is_http_api_v2(path: Path) -> None:
+    event = json.loads(path.read_text())
+    assert event["version"] == "2.0"
+    assert all(name == name.lower() for name in event["headers"]), "HTTP API lowercases header names"
+    http = event["requestContext"]["http"]
+    assert event["rawPath"] == http["path"]
+    assert event["routeKey"] == event["requestContext"]["routeKey"]
+    assert event["routeKey"].split(" ", 1)[0] == http["method"]
+    assert event["headers"][API_KEY_HEADER.lower()]
+    if event.get("type") == "REQUEST":
+        assert event["identitySource"] == [event["headers"][API_KEY_HEADER.lower()]]
+        assert event["routeArn"].endswith(f"/{http['method']}{http['path']}")
+    else:
+        assert event["isBase64Encoded"] is False
+        assert event["requestContext"]["authorizer"]["lambda"]["keyKind"] in ("console", "server")
+    routes = {route for props in _functions().values() for route in _routes(props)}
+    assert tuple(event["routeKey"].split(" ", 1)) in routes, f"{event['routeKey']!r} is not in template.yaml"
+
+
+@pytest.fixture
+def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """An empty table in moto, with the environment a deployed function gets."""
+    for key, value in {**DUMMY_AWS_ENV, "TABLE_NAME": "expconsole-test"}.items():
+        monkeypatch.setenv(key, value)
+    for key in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    with mock_aws():
+        aws.reset()
+        try:
+            dynamo.create_table()
+            yield
+        finally:
+            aws.reset()
+
+
+@pytest.mark.parametrize("path", _event_files(), ids=lambda p: p.stem)
+def test_sample_event_invokes_its_function(path: Path, table: None) -> None:
+    event = json.loads(path.read_text())
+    logical_id = _function_for(event)
+    code_dir = _code_dir(_functions()[logical_id])
+    if not (code_dir / "app.py").is_file():
+        pytest.skip(f"{code_dir.relative_to(ROOT)}/app.py does not exist yet")
+    handler = _load_function(code_dir).lambda_handler
+    if logical_id == _authorizer_function():
+        _, record = keys.create_key("console", key=event["identitySource"][0])
+        verdict = handler(event, _LambdaContext())
+        assert verdict == {"isAuthorized": True, "context": {"keyKind": "console", "keyId": record["keyId"]}}
+        return
+    response = handler(event, _LambdaContext())
+    assert response["statusCode"] < 500, response
