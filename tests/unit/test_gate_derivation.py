@@ -10,7 +10,7 @@ from expconsole.services.gates import expected_pass_rate, rollout_rate, status_o
 
 
 def rule(percent: float, *conditions: dict[str, Any]) -> dict[str, Any]:
-    return {"passPercentage": percent, "conditions": list(conditions)}
+    return {"passPercentage": percent, "conditions": list(conditions), "environments": None}
 
 
 US = {"type": "country", "operator": "any", "targetValue": ["US"]}
@@ -71,3 +71,10 @@ def test_expected_pass_rate_only_counts_rules_up_to_the_first_everyone_rule() ->
     assert expected_pass_rate(gate([rule(100, US)])) == "INBETWEEN"
     assert expected_pass_rate(gate([rule(100)], enabled=False)) == "0"
     assert expected_pass_rate(gate([], enabled=False, launched=True)) == "100"
+
+
+def test_a_catch_all_rule_limited_to_some_environments_is_not_everyone() -> None:
+    staging_only = {**rule(100), "environments": ["staging"]}
+    assert type_of(gate([staging_only])) == ("TEMPORARY", "NONE")
+    assert expected_pass_rate(gate([staging_only])) == "INBETWEEN"
+    assert rollout_rate([staging_only]) is None

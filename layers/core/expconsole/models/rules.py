@@ -265,8 +265,10 @@ class RuleOut(ResponseModel):
 
 
 def is_everyone_rule(rule: dict[str, Any]) -> bool:
-    """A catch-all rule: no conditions, or only `public` ones."""
-    return all(c.get("type") == "public" for c in rule.get("conditions", []))
+    """A catch-all rule: no conditions (or only `public` ones) in every environment."""
+    return rule.get("environments") is None and all(
+        c.get("type") == "public" for c in rule.get("conditions", [])
+    )
 
 
 def referenced_ids(rules: list[dict[str, Any]], types: frozenset[str]) -> set[str]:

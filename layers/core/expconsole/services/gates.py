@@ -303,7 +303,8 @@ def _apply_changes(doc: Doc, changes: GatePatch | GateUpdate) -> None:
         entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
     if "type" in sent:
         doc["_type"] = sent.pop("type")
-    if "isEnabled" in sent:
+    if "isEnabled" in sent and sent["isEnabled"] != doc["isEnabled"]:
+        # Sending back the value read keeps a launch; changing it starts over from the rules.
         doc["_state"] = {**doc["_state"], "launched": False}
     if "owner" in sent:
         sent["owner"] = entities.owner_for(sent["owner"])
