@@ -1,0 +1,196 @@
+"""The `expconsole` command: `serve` the API on this machine, and create or list API keys.
+
+Heavy imports (moto, boto3, the handlers) happen inside the commands, so `--help` stays quick.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help(sys.stderr)
+        return 2
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from expconsole.local.backend import LocalError
+    from expconsole.local.template import TemplateError
+
+    try:
+        return int(args.run(args))
+    except (LocalError, TemplateError) as exc:
+        print(f"expconsole {args.command}: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    except (BotoCoreError, ClientError) as exc:
+        print(f"expconsole {args.command}: AWS said: {exc}", file=sys.stderr)
+        return 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="expconsole", description="Experimentation console: local server and API keys."
+    )
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve",
+        help="serve the API of template.yaml on this machine",
+        description="Serve the routes of template.yaml with the real handlers, on moto (default) or the "
+        "account (--aws). Stop with Ctrl-C.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=3000, help="port, 0 for a free one (default: %(default)s)")
+    serve.add_argument("--api-key", help="console key to register and accept (default: a new one)")
+    serve.add_argument("--server-secret", help="server secret to register and accept (default: a new one)")
+    serve.add_argument("--template", help="the SAM template (default: template.yaml here or in a parent)")
+    serve.add_argument("--quiet", action="store_true", help="no access log on stderr")
+    _backend_arguments(serve)
+    serve.add_argument("--ephemeral", action="store_true", help="start empty and write nothing to disk")
+    serve.set_defaults(run=_serve, command="serve")
+
+    keys = commands.add_parser("keys", help="create or list API keys", description="Create or list API keys.")
+    key_commands = keys.add_subparsers(title="key commands", metavar="COMMAND", required=True)
+    create = key_commands.add_parser(
+        "create",
+        help="create a key and print it (once)",
+        description="Create a key and print it on stdout; only its hash is stored.",
+    )
+    create.add_argument(
+        "--kind", choices=["console", "server"], required=True, help="console key or server secret"
+    )
+    create.add_argument("--description", default="", help="what the key is for")
+    _backend_arguments(create)
+    create.set_defaults(run=_keys_create, command="keys create")
+    listing = key_commands.add_parser("list", help="list keys (never their values)", description="List keys.")
+    _backend_arguments(listing)
+    listing.set_defaults(run=_keys_list, command="keys list")
+    return parser
+
+
+def _backend_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--aws", action="store_true", help="use the deployed table and bucket instead of moto"
+    )
+    parser.add_argument(
+        "--stack-name", default="expconsole", help="stack whose outputs name the table and bucket with --aws"
+    )
+    parser.add_argument(
+        "--data-dir", default=".expconsole", help="where local state lives (default: %(default)s)"
+    )
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from expconsole.local.server import LocalServer
+
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.set())
+    server = LocalServer(
+        args.host,
+        args.port,
+        api_key=args.api_key,
+        server_secret=args.server_secret,
+        data_dir=args.data_dir,
+        ephemeral=args.ephemeral,
+        template=args.template,
+        use_aws=args.aws,
+        stack_name=args.stack_name,
+        quiet=args.quiet,
+    )
+    try:
+        server.start()
+        print(server.banner(), flush=True)
+        stopping.wait()
+    finally:
+        server.stop()
+    return 0
+
+
+@contextlib.contextmanager
+def _key_store(args: argparse.Namespace) -> Iterator[str]:
+    """Point this process at the keys' table for the block; yields where that is, for messages.
+
+    Locally that is the backend of a server running on the data dir (so the write is journaled
+    by it), or else the data dir's backend started here for the block.
+    """
+    from expconsole.local.backend import (
+        DataDirBusy,
+        EmbeddedBackend,
+        aws_resources,
+        running_backend,
+        use_backend,
+    )
+
+    if args.aws:
+        table, bucket = aws_resources(args.stack_name)
+        restore = use_backend(None, table, bucket)
+        try:
+            yield f"table {table}"
+        finally:
+            restore()
+        return
+    data_dir = Path(args.data_dir)
+    backend = EmbeddedBackend(data_dir)
+    try:
+        backend.start()
+    except DataDirBusy:
+        info = running_backend(data_dir)
+        if info is None:
+            raise
+        restore = use_backend(info["endpoint"], info["tableName"], info["eventsBucket"])
+        try:
+            yield f"the server running on {data_dir} (pid {info['pid']})"
+        finally:
+            restore()
+        return
+    try:
+        yield str(data_dir)
+    finally:
+        backend.stop()
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    from expconsole.services import keys
+
+    with _key_store(args) as where:
+        plain, record = keys.create_key(args.kind, args.description)
+    print(plain, flush=True)
+    print(
+        f"Created {args.kind} key {record['keyId']} in {where}. It is shown only now; send it in the "
+        "SERVICE-API-KEY header.",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _keys_list(args: argparse.Namespace) -> int:
+    from expconsole.services import keys
+
+    with _key_store(args):
+        records = sorted(keys.list_keys(), key=lambda r: r.get("createdTime", 0))
+    rows = [("KEY ID", "KIND", "CREATED (UTC)", "DESCRIPTION")] + [_key_row(r) for r in records]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join([*(row[i].ljust(widths[i]) for i in range(3)), row[3]]).rstrip())
+    return 0
+
+
+def _key_row(record: dict[str, Any]) -> tuple[str, str, str, str]:
+    created = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(record.get("createdTime", 0) / 1000))
+    kind = str(record.get("kind", "")) + ("" if record.get("active", True) else " (inactive)")
+    return str(record.get("keyId", "")), kind, created, str(record.get("description", ""))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

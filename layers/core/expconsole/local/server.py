@@ -1,0 +1,338 @@
+"""The local server: template.yaml's HTTP API on this machine, without Docker.
+
+Requests are read with the standard library's threading HTTP server, turned into API Gateway
+payload-2.0 events (see gateway.py) and handed to the same handlers Lambda runs, in-process.
+DynamoDB and S3 are moto embedded in the process (see backend.py), or the account with --aws.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import socketserver
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from expconsole.api.auth import KeyKind
+from expconsole.local.backend import (
+    LOCAL_BUCKET,
+    LOCAL_TABLE,
+    EmbeddedBackend,
+    LocalError,
+    aws_resources,
+    use_backend,
+)
+from expconsole.local.gateway import MAX_BODY_BYTES, Gateway, HttpRequest, HttpResponse, gateway_error
+from expconsole.local.template import find_template, load_api
+
+DEFAULT_DATA_DIR = ".expconsole"
+_DRAIN_LIMIT = 64 * 1024 * 1024
+_HOP_HEADERS = frozenset({"content-length", "connection", "transfer-encoding"})
+
+
+class KeyConflict(LocalError):
+    """A key given on the command line is registered as the other kind."""
+
+    exit_code = 2
+
+
+class LocalServer:
+    """The console API on `host:port` (0: a free port), backed by moto or, with use_aws, the account.
+
+    Ephemeral servers keep everything in memory; otherwise state lives in `data_dir` (default
+    `.expconsole` in the working directory) and survives a restart. Keys not given are generated.
+    One per process: the handlers share this process's environment and AWS clients.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        api_key: str | None = None,
+        server_secret: str | None = None,
+        data_dir: str | Path | None = None,
+        ephemeral: bool = True,
+        template: str | Path | None = None,
+        use_aws: bool = False,
+        stack_name: str = "expconsole",
+        quiet: bool = False,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.api_key = api_key or ""
+        self.server_secret = server_secret or ""
+        self.data_dir = None if ephemeral or use_aws else Path(data_dir or DEFAULT_DATA_DIR)
+        self.use_aws = use_aws
+        self.stack_name = stack_name
+        self.quiet = quiet
+        self.backend: EmbeddedBackend | None = None
+        self.table_name = ""
+        self.bucket_name = ""
+        self._given: dict[KeyKind, str | None] = {"console": api_key, "server": server_secret}
+        self._template = template
+        self._httpd: _HttpServer | None = None
+        self._thread: threading.Thread | None = None
+        self._undo: list[Callable[[], None]] = []
+
+    @property
+    def url(self) -> str:
+        """The base URL clients use (append /console/v1/... or /v1/...)."""
+        host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        return f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
+
+    def start(self) -> LocalServer:
+        """Returns once the server is listening; LocalError (or TemplateError) if it cannot start."""
+        api = load_api(find_template(self._template))
+        try:
+            self._httpd = _HttpServer((self.host, self.port), Gateway(api), quiet=self.quiet)
+        except OSError as exc:
+            raise LocalError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from exc
+        self.port = self._httpd.server_address[1]
+        try:
+            self._start_backend()
+            self._undo.append(_setdefault_environ(api.environment))
+            self.api_key = _register("console", self._given["console"])
+            self.server_secret = _register("server", self._given["server"])
+        except BaseException:
+            self.stop()
+            raise
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            name="expconsole-http",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def _start_backend(self) -> None:
+        if self.use_aws:
+            self.table_name, self.bucket_name = aws_resources(self.stack_name)
+            self._undo.append(use_backend(None, self.table_name, self.bucket_name))
+            return
+        self.backend = EmbeddedBackend(self.data_dir)
+        self.backend.start()
+        self.table_name, self.bucket_name = LOCAL_TABLE, LOCAL_BUCKET
+
+    def stop(self) -> None:
+        """Stop accepting, let requests in flight finish, stop the backend, restore the environment."""
+        if self._httpd is not None:
+            if self._thread is not None:
+                self._httpd.shutdown()
+                self._thread.join()
+                self._thread = None
+            self._httpd.server_close()
+            self._httpd = None
+        if self.backend is not None:
+            self.backend.stop()
+            self.backend = None
+        while self._undo:
+            self._undo.pop()()
+
+    def banner(self) -> str:
+        """What `expconsole serve` prints once at start: where to send requests, and with which keys."""
+        if self.use_aws:
+            data = f"Data: AWS, table {self.table_name}, bucket {self.bucket_name}"
+        elif self.data_dir is None:
+            data = "Data: in memory (ephemeral: yes)"
+        else:
+            replayed = self.backend.replayed if self.backend else 0
+            data = f"Data: {_display(self.data_dir)}/ (ephemeral: no; {replayed} writes replayed)"
+        lines = [
+            f"Console API:  {self.url}/console/v1",
+            f"Ingestion:    {self.url}/v1/webhooks/event_webhook",
+            f"Console key (SERVICE-API-KEY):   {self.api_key}",
+            f"Server secret (SERVICE-API-KEY): {self.server_secret}",
+            data,
+        ]
+        if self.backend is not None:
+            where = f"table {self.table_name}, bucket {self.bucket_name}"
+            lines.append(f"Backend: moto at {self.backend.endpoint} ({where})")
+        lines.append(f"Try: curl -H 'SERVICE-API-KEY: {self.api_key}' {self.url}/console/v1/gates")
+        return "\n".join(lines)
+
+    def __enter__(self) -> LocalServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _register(kind: KeyKind, given: str | None) -> str:
+    """Register a given key (idempotent) or generate one; a given key of the other kind is refused."""
+    from expconsole.services import keys
+
+    description = "given to expconsole serve" if given else "generated by expconsole serve"
+    try:
+        plain, _record = keys.create_key(kind, description, key=given)
+    except ValueError as exc:
+        flag = "--api-key" if kind == "console" else "--server-secret"
+        raise KeyConflict(f"{flag}: {exc}") from exc
+    return plain
+
+
+def _setdefault_environ(values: dict[str, str]) -> Callable[[], None]:
+    """Set the template's global function variables not already set; return how to unset them."""
+    added = [name for name in values if name not in os.environ]
+    for name in added:
+        os.environ[name] = values[name]
+
+    def undo() -> None:
+        for name in added:
+            os.environ.pop(name, None)
+
+    return undo
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+class _HttpServer(ThreadingHTTPServer):
+    """One thread per connection; request threads are joined on close so requests in flight finish."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], gateway: Gateway, *, quiet: bool) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        self.gateway = gateway
+        self.quiet = quiet
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        """Bind without HTTPServer's reverse DNS lookup of the address, which can stall a start."""
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Reads one request, enforces API Gateway's body limit, answers, and closes the connection."""
+
+    server: _HttpServer
+    protocol_version = "HTTP/1.1"
+    timeout = 10
+
+    def handle_expect_100(self) -> bool:
+        """Refuse an oversized body before the client sends it."""
+        problem = self._length_problem()
+        if problem is not None:
+            self._send(problem, time.perf_counter())
+            return False
+        return super().handle_expect_100()
+
+    def _dispatch(self) -> None:
+        started = time.perf_counter()
+        response = self._length_problem()
+        if response is not None:
+            self._discard_body()
+        else:
+            body = self._read_body()
+            if isinstance(body, HttpResponse):
+                response = body
+            else:
+                request = HttpRequest(
+                    method=self.command,
+                    target=self.path,
+                    headers=list(self.headers.items()),
+                    body=body,
+                    source_ip=self.client_address[0],
+                    protocol=self.request_version,
+                )
+                response = self.server.gateway.handle(request)
+        self._send(response, started)
+
+    do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _dispatch
+
+    def _declared_length(self) -> int:
+        """Content-Length, 0 when absent; ValueError when malformed."""
+        value = self.headers.get("Content-Length")
+        length = int(value) if value is not None else 0
+        if length < 0:
+            raise ValueError(value)
+        return length
+
+    def _length_problem(self) -> HttpResponse | None:
+        try:
+            length = self._declared_length()
+        except ValueError:
+            return gateway_error(400, "Bad Request")
+        return gateway_error(413, "Request Entity Too Large") if length > MAX_BODY_BYTES else None
+
+    def _discard_body(self) -> None:
+        """Read and drop a refused body, so the client gets to read the answer instead of a reset."""
+        try:
+            remaining = self._declared_length()
+        except ValueError:
+            return
+        if remaining > _DRAIN_LIMIT:
+            return
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 1 << 16))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+
+    def _read_body(self) -> bytes | HttpResponse:
+        if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
+            return self.rfile.read(self._declared_length())
+        chunks: list[bytes] = []
+        total = 0
+        try:
+            while size := int(self.rfile.readline(1024).split(b";")[0].strip(), 16):
+                total += size
+                if total > MAX_BODY_BYTES:
+                    return gateway_error(413, "Request Entity Too Large")
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline(1024)
+        except ValueError:
+            return gateway_error(400, "Bad Request")
+        while self.rfile.readline(65536).strip():
+            continue
+        return b"".join(chunks)
+
+    def _send(self, response: HttpResponse, started: float) -> None:
+        self.close_connection = True
+        try:
+            self.send_response(response.status)
+            for name, value in response.headers:
+                if name.lower() not in _HOP_HEADERS:
+                    self.send_header(name, value)
+            self.send_header("Content-Length", str(len(response.body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(response.body)
+        except ConnectionError:
+            return
+        if not self.server.quiet:
+            elapsed = (time.perf_counter() - started) * 1000
+            path = self.path.partition("?")[0]
+            sys.stderr.write(f"{self.command} {path} {response.status} {elapsed:.0f}ms\n")
+            sys.stderr.flush()
+
+    def version_string(self) -> str:
+        return "expconsole"
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """Silent: _send writes the access line (method, path without query, status, time)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if not self.server.quiet:
+            super().log_message(format, *args)

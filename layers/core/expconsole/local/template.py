@@ -1,0 +1,221 @@
+"""What the local server needs from template.yaml: HTTP routes, their functions, the authorizer.
+
+Reading the SAM template itself, rather than keeping a second route list, means the local
+server cannot drift from what `sam deploy` creates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TEMPLATE_NAME = "template.yaml"
+_UNRESOLVED = object()
+
+
+class TemplateError(Exception):
+    """The template is missing or lacks something the local server needs."""
+
+
+class _CloudFormationLoader(yaml.SafeLoader):
+    """A safe loader that also reads CloudFormation short-form tags (`!Ref`, `!GetAtt`, `!Sub`, ...)."""
+
+
+def _short_form(loader: yaml.SafeLoader, tag: str, node: yaml.Node) -> dict[str, Any]:
+    value: Any
+    if isinstance(node, yaml.ScalarNode):
+        value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    if tag in ("Ref", "Condition"):
+        return {tag: value}
+    if tag == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {f"Fn::{tag}": value}
+
+
+_CloudFormationLoader.add_multi_constructor("!", _short_form)
+
+
+@dataclass(frozen=True)
+class Function:
+    """One `AWS::Serverless::Function`: where its handler lives and its Lambda limits."""
+
+    logical_id: str
+    module_file: Path
+    handler_name: str
+    memory_mb: int = 128
+    timeout_s: int = 3
+
+
+@dataclass(frozen=True)
+class Authorizer:
+    """A Lambda authorizer with simple responses, keyed on identity headers."""
+
+    function: Function
+    identity_headers: tuple[str, ...]
+    ttl_seconds: int
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    function: Function
+    authorizer: Authorizer | None
+
+    @property
+    def route_key(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+@dataclass(frozen=True)
+class Api:
+    routes: list[Route]
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+def find_template(explicit: str | Path | None = None, start: Path | None = None) -> Path:
+    """The template given, or template.yaml in `start` (default: cwd) or the nearest parent."""
+    if explicit is not None:
+        path = Path(explicit)
+        if not path.is_file():
+            raise TemplateError(f"template not found: {path}")
+        return path.resolve()
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / TEMPLATE_NAME).is_file():
+            return folder / TEMPLATE_NAME
+    raise TemplateError(
+        f"{TEMPLATE_NAME} not found in {here} or its parents; run from the repository or pass --template"
+    )
+
+
+def read_template(path: Path) -> dict[str, Any]:
+    try:
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_CloudFormationLoader)
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"{path} is not valid YAML: {exc}") from exc
+    if not isinstance(document, dict) or not isinstance(document.get("Resources"), dict):
+        raise TemplateError(f"{path} has no Resources section")
+    return document
+
+
+def load_api(path: Path) -> Api:
+    """Routes (with their function and authorizer) of every HttpApi event in the template."""
+    document = read_template(path)
+    resources: dict[str, Any] = document["Resources"]
+    parameters: dict[str, Any] = document.get("Parameters") or {}
+    function_globals: dict[str, Any] = (document.get("Globals") or {}).get("Function") or {}
+    base = path.parent
+
+    def function(logical_id: str) -> Function:
+        resource = resources.get(logical_id) or {}
+        if resource.get("Type") != "AWS::Serverless::Function":
+            raise TemplateError(f"{logical_id} is not an AWS::Serverless::Function")
+        props = {**function_globals, **(resource.get("Properties") or {})}
+        code_uri, handler = props.get("CodeUri"), props.get("Handler")
+        if not isinstance(code_uri, str) or not isinstance(handler, str) or "." not in handler:
+            raise TemplateError(f"{logical_id} needs a local CodeUri and a Handler like app.lambda_handler")
+        module, handler_name = handler.rsplit(".", 1)
+        return Function(
+            logical_id=logical_id,
+            module_file=(base / code_uri / (module.replace(".", "/") + ".py")).resolve(),
+            handler_name=handler_name,
+            memory_mb=_number(props.get("MemorySize"), parameters, 128),
+            timeout_s=_number(props.get("Timeout"), parameters, 3),
+        )
+
+    authorizers = {
+        api_id: _authorizers(api_id, resource, parameters, function)
+        for api_id, resource in resources.items()
+        if resource.get("Type") == "AWS::Serverless::HttpApi"
+    }
+    routes: list[Route] = []
+    for logical_id, resource in resources.items():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        events = (resource.get("Properties") or {}).get("Events") or {}
+        for event_id, event in events.items():
+            if event.get("Type") != "HttpApi":
+                continue
+            props = event.get("Properties") or {}
+            api_ref = props.get("ApiId")
+            named, default = authorizers.get(
+                api_ref.get("Ref") if isinstance(api_ref, dict) else "", ({}, None)
+            )
+            chosen = ((props.get("Auth") or {}).get("Authorizer")) or default
+            if chosen is not None and chosen != "NONE" and chosen not in named:
+                raise TemplateError(f"{logical_id}.{event_id} names an unknown authorizer {chosen!r}")
+            routes.append(
+                Route(
+                    method=str(props.get("Method", "ANY")).upper(),
+                    path=str(props.get("Path", "/")),
+                    function=function(logical_id),
+                    authorizer=None if chosen in (None, "NONE") else named[chosen],
+                )
+            )
+    if not routes:
+        raise TemplateError(f"{path} declares no HttpApi events")
+    return Api(routes=routes, environment=_environment(function_globals, parameters))
+
+
+def _authorizers(
+    api_id: str, resource: dict[str, Any], parameters: dict[str, Any], function: Callable[[str], Function]
+) -> tuple[dict[str, Authorizer], str | None]:
+    """The API's Lambda authorizers by name, and the name of its default one."""
+    auth = (resource.get("Properties") or {}).get("Auth") or {}
+    named: dict[str, Authorizer] = {}
+    for name, spec in (auth.get("Authorizers") or {}).items():
+        arn = spec.get("FunctionArn")
+        target = arn.get("Fn::GetAtt") if isinstance(arn, dict) else None
+        if not target or target[1] != "Arn":
+            raise TemplateError(f"{api_id} authorizer {name}: FunctionArn must be !GetAtt <Function>.Arn")
+        if spec.get("EnableSimpleResponses") is not True:
+            raise TemplateError(f"{api_id} authorizer {name}: only simple responses are supported locally")
+        identity = spec.get("Identity") or {}
+        named[name] = Authorizer(
+            function=function(target[0]),
+            identity_headers=tuple(str(h) for h in identity.get("Headers") or []),
+            ttl_seconds=_number(identity.get("ReauthorizeEvery"), parameters, 0),
+        )
+    default = auth.get("DefaultAuthorizer")
+    if default is not None and default not in named:
+        raise TemplateError(f"{api_id}: DefaultAuthorizer {default!r} is not among its Authorizers")
+    return named, default
+
+
+def _resolve(value: Any, parameters: dict[str, Any]) -> Any:
+    """A literal, or a `!Ref` to a parameter resolved to its Default; _UNRESOLVED otherwise."""
+    if isinstance(value, dict):
+        ref = value.get("Ref")
+        if len(value) == 1 and isinstance(ref, str) and "Default" in (parameters.get(ref) or {}):
+            return parameters[ref]["Default"]
+        return _UNRESOLVED
+    return value
+
+
+def _number(value: Any, parameters: dict[str, Any], fallback: int) -> int:
+    """A numeric setting; the fallback (Lambda's or API Gateway's default) if absent or not static."""
+    resolved = _resolve(value, parameters)
+    return fallback if value is None or resolved is _UNRESOLVED else int(resolved)
+
+
+def _environment(function_globals: dict[str, Any], parameters: dict[str, Any]) -> dict[str, str]:
+    """Global function variables that are literals or parameter defaults (resources are set locally)."""
+    variables = (function_globals.get("Environment") or {}).get("Variables") or {}
+    resolved = {name: _resolve(value, parameters) for name, value in variables.items()}
+    return {name: str(value) for name, value in resolved.items() if value is not _UNRESOLVED}
+
+
+def module_name(function: Function) -> str:
+    """A unique module name per handler file: every function has an app.py."""
+    relative = f"{function.module_file.parent.name}_{function.module_file.stem}".removesuffix("_app")
+    return "expconsole_fn_" + re.sub(r"\W", "_", relative)

@@ -1,0 +1,1 @@
+"""Functional tests: handlers and the local server on moto, no network."""

@@ -1,0 +1,392 @@
+"""The local server (`expconsole serve`) and `expconsole keys`, as a user relies on them.
+
+Servers run as child processes (`ServeProcess`), each with its own moto: the functional tests
+beside these use moto's in-process mocks, which reset moto's global state. A test template
+with an echo function shows the event each request becomes, through real HTTP.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import boto3
+import pytest
+import requests
+
+from expconsole.local.backend import Journal
+from expconsole.local.gateway import MAX_BODY_BYTES, HttpRequest, RouteTable, build_event
+from expconsole.local.process import ServeProcess
+from expconsole.local.template import Function, Route, find_template, load_api
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATE = str(REPO / "template.yaml")
+EXPCONSOLE = Path(sys.executable).with_name("expconsole")
+GATES = "/console/v1/gates"
+
+ECHO_APP = """
+import json
+
+
+def lambda_handler(event, context):
+    if event["rawPath"].endswith("/boom"):
+        raise RuntimeError("boom")
+    return {"statusCode": 200, "body": json.dumps(event), "cookies": ["a=1; Path=/", "b=2; Path=/"]}
+"""
+
+ECHO_TEMPLATE = """
+Parameters:
+  CacheSeconds: {{Type: Number, Default: 300}}
+Resources:
+  Api:
+    Type: AWS::Serverless::HttpApi
+    Properties:
+      Auth:
+        DefaultAuthorizer: Keys
+        Authorizers:
+          Keys:
+            FunctionArn: !GetAtt AuthorizerFunction.Arn
+            EnableSimpleResponses: true
+            Identity: {{Headers: [SERVICE-API-KEY], ReauthorizeEvery: !Ref CacheSeconds}}
+  AuthorizerFunction:
+    Type: AWS::Serverless::Function
+    Properties: {{CodeUri: {authorizer}, Handler: app.lambda_handler}}
+  EchoFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: echo/
+      Handler: app.lambda_handler
+      Events:
+        One: {{Type: HttpApi, Properties: {{ApiId: !Ref Api, Method: GET, Path: "/echo/{{id}}"}}}}
+        Item:
+          Type: HttpApi
+          Properties: {{ApiId: !Ref Api, Method: POST, Path: "/echo/{{id}}/items/{{item}}"}}
+        Rest: {{Type: HttpApi, Properties: {{ApiId: !Ref Api, Method: ANY, Path: "/echo/{{proxy+}}"}}}}
+        Open:
+          Type: HttpApi
+          Properties: {{ApiId: !Ref Api, Method: GET, Path: /open, Auth: {{Authorizer: NONE}}}}
+"""
+
+
+def serve(*args: str, cwd: Path = REPO, stderr: Path | None = None) -> ServeProcess:
+    """`expconsole serve --port 0 <args>`, not yet started."""
+    return ServeProcess("--port", "0", *args, cwd=cwd, stderr=stderr)
+
+
+def expconsole(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(EXPCONSOLE), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+
+
+def get(server: ServeProcess, path: str, key: str | None = None, **kwargs: Any) -> requests.Response:
+    headers = {"SERVICE-API-KEY": key} if key else {}
+    return requests.get(server.url + path, headers=headers, timeout=30, **kwargs)
+
+
+def dynamodb(endpoint: str) -> Any:
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+
+
+def key_of(item: dict[str, Any]) -> dict[str, Any]:
+    return {"PK": item["PK"], "SK": item["SK"]}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """The real template, ephemeral."""
+    with serve("--ephemeral", stderr=tmp_path_factory.mktemp("served") / "server.log") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """A template whose function answers with the event it received, behind the real authorizer."""
+    folder = tmp_path_factory.mktemp("echo")
+    (folder / "echo").mkdir()
+    (folder / "echo" / "app.py").write_text(ECHO_APP)
+    authorizer = REPO / "functions" / "authorizer"
+    (folder / "template.yaml").write_text(ECHO_TEMPLATE.format(authorizer=authorizer))
+    template = str(folder / "template.yaml")
+    with serve("--ephemeral", "--template", template, cwd=folder, stderr=folder / "server.log") as process:
+        yield process
+
+
+# --- the event a request becomes ------------------------------------------------------------
+
+
+def test_a_request_becomes_the_payload_2_0_event_api_gateway_sends() -> None:
+    api = load_api(find_template(start=REPO))
+    match = RouteTable(api.routes).match("PATCH", "/console/v1/gates/my%20gate/rules/r1")
+    assert match is not None
+    route, params = match
+    assert route.route_key == "PATCH /console/v1/gates/{id}/rules/{ruleID}"
+    assert route.authorizer is not None and route.authorizer.identity_headers == ("SERVICE-API-KEY",)
+    assert route.authorizer.ttl_seconds == 300
+    request = HttpRequest(
+        method="PATCH",
+        target="/console/v1/gates/my%20gate/rules/r1?tag=a&tag=b&q=x%20y&empty=",
+        headers=[
+            ("Host", "127.0.0.1:3000"),
+            ("X-Multi", "1"),
+            ("x-multi", "2"),
+            ("Cookie", "a=1; b=2"),
+            ("User-Agent", "test"),
+        ],
+        body=b"\xff\x00binary",
+        source_ip="10.0.0.1",
+    )
+    event = build_event(request, route, params, request_id="rid", now=1700000000.5)
+    assert event["version"] == "2.0"
+    assert event["routeKey"] == "PATCH /console/v1/gates/{id}/rules/{ruleID}"
+    assert event["rawPath"] == "/console/v1/gates/my%20gate/rules/r1"
+    assert event["rawQueryString"] == "tag=a&tag=b&q=x%20y&empty="
+    assert event["queryStringParameters"] == {"tag": "a,b", "q": "x y", "empty": ""}
+    assert event["pathParameters"] == {"id": "my gate", "ruleID": "r1"}
+    assert event["cookies"] == ["a=1", "b=2"]
+    assert event["headers"]["x-multi"] == "1,2" and "cookie" not in event["headers"]
+    assert event["headers"]["x-forwarded-for"] == "10.0.0.1"
+    assert event["headers"]["x-forwarded-proto"] == "http"
+    assert event["isBase64Encoded"] is True and base64.b64decode(event["body"]) == b"\xff\x00binary"
+    context = event["requestContext"]
+    assert context["http"] == {
+        "method": "PATCH",
+        "path": "/console/v1/gates/my%20gate/rules/r1",
+        "protocol": "HTTP/1.1",
+        "sourceIp": "10.0.0.1",
+        "userAgent": "test",
+    }
+    assert context["domainName"] == "127.0.0.1:3000" and context["stage"] == "$default"
+    assert context["requestId"] == "rid" and context["routeKey"] == event["routeKey"]
+    assert context["timeEpoch"] == 1700000000500 and context["time"] == "14/Nov/2023:22:13:20 +0000"
+
+
+def test_a_request_without_query_or_body_leaves_those_fields_out() -> None:
+    function = Function("Fn", Path("app.py"), "lambda_handler")
+    route = Route("GET", "/things", function, None)
+    event = build_event(HttpRequest("GET", "/things", [("Host", "h")]), route, {}, request_id="r", now=0)
+    assert event["rawQueryString"] == "" and event["isBase64Encoded"] is False
+    for absent in ("queryStringParameters", "pathParameters", "body", "cookies"):
+        assert absent not in event
+
+
+def test_route_selection_prefers_exact_then_parameter_then_greedy() -> None:
+    function = Function("Fn", Path("app.py"), "lambda_handler")
+    table = RouteTable(
+        [
+            Route("ANY", "/a/{proxy+}", function, None),
+            Route("GET", "/a/{id}", function, None),
+            Route("GET", "/a/b", function, None),
+            Route("ANY", "/a/{id}/c", function, None),
+        ]
+    )
+
+    def chosen(method: str, path: str) -> tuple[str, dict[str, str]] | None:
+        match = table.match(method, path)
+        return None if match is None else (match[0].route_key, match[1])
+
+    assert chosen("GET", "/a/b") == ("GET /a/b", {})
+    assert chosen("GET", "/a/x") == ("GET /a/{id}", {"id": "x"})
+    assert chosen("POST", "/a/x") == ("ANY /a/{proxy+}", {"proxy": "x"})
+    assert chosen("GET", "/a/x/c") == ("ANY /a/{id}/c", {"id": "x"})
+    assert chosen("GET", "/a/x/y/z") == ("ANY /a/{proxy+}", {"proxy": "x/y/z"})
+    assert chosen("GET", "/a") is None and chosen("GET", "/a/") is None and chosen("GET", "/b") is None
+
+
+def test_journal_replay_drops_only_a_torn_last_entry(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    entry = {"service": "dynamodb", "region": "us-east-1", "method": "POST", "uri": "/", "headers": {}}
+    lines = [json.dumps({**entry, "body": base64.b64encode(str(i).encode()).decode()}) for i in range(3)]
+    path.write_text("\n".join(lines[:2]) + "\n" + lines[2][:20])
+    bodies: list[bytes] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        bodies.append(environ["wsgi.input"].read())
+        start_response("200 OK", [])
+        return [b"{}"]
+
+    assert Journal(path).replay(app) == 2
+    assert bodies == [b"0", b"1"]
+    assert path.read_text() == "\n".join(lines[:2]) + "\n"
+
+
+# --- the server, over HTTP --------------------------------------------------------------------
+
+
+def test_banner_prints_the_urls_and_both_keys(server: ServeProcess) -> None:
+    banner = "\n".join(server.banner)
+    assert f"Console API:  {server.url}/console/v1" in banner
+    assert f"Ingestion:    {server.url}/v1/webhooks/event_webhook" in banner
+    assert server.api_key.startswith("console-") and server.server_secret.startswith("secret-")
+    assert "ephemeral: yes" in banner
+    assert banner.endswith(f"Try: curl -H 'SERVICE-API-KEY: {server.api_key}' {server.url}{GATES}")
+
+
+def test_unknown_route_and_unrouted_method_are_404(server: ServeProcess) -> None:
+    for method, path in [("GET", "/nope"), ("GET", "/console/v1/gatesx"), ("DELETE", GATES), ("GET", "/")]:
+        response = requests.request(
+            method, server.url + path, headers={"SERVICE-API-KEY": server.api_key}, timeout=30
+        )
+        assert (response.status_code, response.json()) == (404, {"message": "Not Found"}), (method, path)
+
+
+def test_missing_key_is_401_before_any_function_runs(server: ServeProcess) -> None:
+    response = get(server, GATES)
+    assert (response.status_code, response.json()) == (401, {"message": "Unauthorized"})
+    assert response.headers["Content-Type"] == "application/json" and response.headers["Apigw-Requestid"]
+
+
+def test_unknown_key_is_401_with_the_error_body(server: ServeProcess) -> None:
+    response = get(server, GATES, key="console-not-a-key")
+    assert response.status_code == 401
+    body = response.json()
+    assert body["status"] == 401 and "SERVICE-API-KEY" in body["message"]
+
+
+def test_server_secret_on_a_console_route_is_403(server: ServeProcess) -> None:
+    response = get(server, GATES, key=server.server_secret)
+    assert response.status_code == 403 and response.json()["status"] == 403
+
+
+def test_header_names_are_case_insensitive(server: ServeProcess) -> None:
+    for name in ("service-api-key", "Service-Api-Key"):
+        response = requests.get(server.url + GATES, headers={name: server.api_key}, timeout=30)
+        assert response.status_code == 200, response.text
+
+
+def test_body_over_10_mib_is_413(server: ServeProcess) -> None:
+    headers = {"SERVICE-API-KEY": server.api_key, "Content-Type": "application/json"}
+    response = requests.post(
+        server.url + GATES, data=b" " * (MAX_BODY_BYTES + 1), headers=headers, timeout=60
+    )
+    assert (response.status_code, response.json()) == (413, {"message": "Request Entity Too Large"})
+
+
+def test_body_over_10_mib_is_refused_before_it_is_sent(server: ServeProcess) -> None:
+    address = urlsplit(server.url)
+    connection = http.client.HTTPConnection(address.hostname or "", address.port, timeout=30)
+    connection.putrequest("POST", GATES)
+    connection.putheader("Content-Length", str(MAX_BODY_BYTES + 1))
+    connection.putheader("Expect", "100-continue")
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 413 and json.loads(response.read()) == {"message": "Request Entity Too Large"}
+    connection.close()
+
+
+def test_query_and_path_parameters_reach_the_function(echo: ServeProcess) -> None:
+    response = get(echo, "/echo/a%20b?x=1&x=2&y=", key=echo.api_key, cookies={"c": "3"})
+    assert response.status_code == 200
+    event = response.json()
+    assert event["routeKey"] == "GET /echo/{id}" and event["pathParameters"] == {"id": "a b"}
+    assert event["rawQueryString"] == "x=1&x=2&y=" and event["queryStringParameters"] == {"x": "1,2", "y": ""}
+    assert event["cookies"] == ["c=3"] and event["headers"]["service-api-key"] == echo.api_key
+    assert event["requestContext"]["authorizer"]["lambda"]["keyKind"] == "console"
+    assert response.cookies.get("a") == "1" and response.cookies.get("b") == "2"
+
+    event = requests.post(
+        echo.url + "/echo/x/items/y%2Fz", headers={"SERVICE-API-KEY": echo.api_key}, data=b"\xff", timeout=30
+    ).json()
+    assert event["routeKey"] == "POST /echo/{id}/items/{item}"
+    assert event["pathParameters"] == {"id": "x", "item": "y/z"}
+    assert event["isBase64Encoded"] is True and event["body"] == base64.b64encode(b"\xff").decode()
+
+    event = requests.delete(
+        echo.url + "/echo/a/b/c", headers={"SERVICE-API-KEY": echo.api_key}, timeout=30
+    ).json()
+    assert event["routeKey"] == "ANY /echo/{proxy+}" and event["pathParameters"] == {"proxy": "a/b/c"}
+
+
+def test_a_route_without_authorizer_needs_no_key(echo: ServeProcess) -> None:
+    response = get(echo, "/open")
+    assert response.status_code == 200 and "authorizer" not in response.json()["requestContext"]
+
+
+def test_a_failing_function_is_500_and_its_traceback_never_shows_the_key(echo: ServeProcess) -> None:
+    response = get(echo, "/echo/boom", key=echo.api_key)
+    assert (response.status_code, response.json()) == (500, {"message": "Internal Server Error"})
+    log_path = echo.stderr_path
+    assert log_path is not None
+    deadline = time.monotonic() + 5
+    while "GET /echo/boom 500" not in log_path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the access line is written once the answer has left
+    log = log_path.read_text()
+    assert "RuntimeError: boom" in log and "GET /echo/boom 500" in log
+    assert echo.api_key not in log
+
+
+# --- state, keys and lifecycle ----------------------------------------------------------------
+
+
+def test_state_survives_a_restart_and_ephemeral_starts_empty(tmp_path: Path) -> None:
+    """Keys (made with and without a server running) and items outlive a Ctrl-C and a restart."""
+    data_dir = tmp_path / ".expconsole"
+    created = expconsole("keys", "create", "--kind", "server", "--description", "ci", cwd=tmp_path)
+    assert created.returncode == 0, created.stderr
+    secret = created.stdout.strip()
+    assert secret.startswith("secret-") and "\n" not in secret and "shown only now" in created.stderr
+
+    log = tmp_path / "first.log"
+    item = {"PK": {"S": "TEST#1"}, "SK": {"S": "CURRENT"}, "n": {"N": "7"}}
+    with serve("--template", TEMPLATE, cwd=tmp_path, stderr=log) as first:
+        assert (data_dir / "backend.json").exists()
+        assert get(first, GATES, key=secret).status_code == 403  # known, and a server secret
+        created = expconsole("keys", "create", "--kind", "console", cwd=tmp_path)  # via the running server
+        assert created.returncode == 0, created.stderr
+        key = created.stdout.strip()
+        assert get(first, GATES, key=key).status_code == 200
+        dynamodb(first.backend_endpoint).put_item(TableName="expconsole", Item=item)
+
+        second = expconsole("serve", "--port", "0", "--template", TEMPLATE, cwd=tmp_path)
+        assert second.returncode == 1 and "in use" in second.stderr
+
+        started = time.monotonic()
+        assert first.stop() == 0  # SIGINT
+        assert time.monotonic() - started < 5
+    first_log = log.read_text()
+    assert "Traceback" not in first_log and key not in first_log and secret not in first_log
+    assert not (data_dir / "backend.json").exists()
+
+    with serve("--template", TEMPLATE, cwd=tmp_path) as again:
+        assert get(again, GATES, key=key).status_code == 200
+        assert get(again, GATES, key=secret).status_code == 403
+        stored = dynamodb(again.backend_endpoint).get_item(TableName="expconsole", Key=key_of(item))
+        assert stored["Item"] == item
+    journal = (data_dir / "journal.jsonl").read_bytes()
+
+    with serve("--ephemeral", "--template", TEMPLATE, cwd=tmp_path) as ephemeral:
+        assert get(ephemeral, GATES, key=key).status_code == 401
+        missing = dynamodb(ephemeral.backend_endpoint).get_item(TableName="expconsole", Key=key_of(item))
+        assert "Item" not in missing
+    assert (data_dir / "journal.jsonl").read_bytes() == journal
+
+    conflict = expconsole("serve", "--port", "0", "--template", TEMPLATE, "--api-key", secret, cwd=tmp_path)
+    assert conflict.returncode == 2 and "already registered as a server key" in conflict.stderr
+
+
+def test_keys_list_shows_ids_and_kinds_but_never_values(tmp_path: Path) -> None:
+    created = expconsole("keys", "create", "--kind", "console", "--description", "laptop", cwd=tmp_path)
+    listed = expconsole("keys", "list", cwd=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    header, row = listed.stdout.strip().splitlines()
+    assert (
+        header.split()[:3] == ["KEY", "ID", "KIND"] and row.split()[1] == "console" and row.endswith("laptop")
+    )
+    assert created.stdout.strip() not in listed.stdout
+
+
+def test_help_works() -> None:
+    result = expconsole("--help")
+    assert result.returncode == 0 and "serve" in result.stdout and "keys" in result.stdout
