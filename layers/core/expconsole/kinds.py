@@ -9,6 +9,9 @@ HOLDOUT = "HOLDOUT"
 RELEASE_PIPELINE = "RELEASE_PIPELINE"
 SEGMENT = "SEGMENT"
 LAYER = "LAYER"
+METRIC = "METRIC"
+QUALIFYING_EVENT = "QUALIFYING_EVENT"
+ASSIGNMENT_SOURCE = "ASSIGNMENT_SOURCE"
 
 LABEL = {
     GATE: "Gate",
@@ -18,6 +21,9 @@ LABEL = {
     RELEASE_PIPELINE: "Release pipeline",
     SEGMENT: "Segment",
     LAYER: "Layer",
+    METRIC: "Metric",
+    QUALIFYING_EVENT: "Qualifying event source",
+    ASSIGNMENT_SOURCE: "Assignment source",
 }
 
 PATH = {
@@ -28,4 +34,7 @@ PATH = {
     RELEASE_PIPELINE: "release_pipelines",
     SEGMENT: "segments",
     LAYER: "layers",
+    METRIC: "metrics",
+    QUALIFYING_EVENT: "experiments/qualifying_events",
+    ASSIGNMENT_SOURCE: "experiments/assignment_source",
 }

@@ -73,6 +73,11 @@ def bookkeeping(creator_id: str | None = None, creator_email: str | None = None)
     }
 
 
+def is_archived(doc: Doc) -> bool:
+    """Archived, whichever way the entity records it (a `_state` flag or an `archived` status)."""
+    return bool(doc.get("_state", {}).get("archived")) or doc.get("status") == "archived"
+
+
 def public(doc: Doc) -> Doc:
     return {k: v for k, v in doc.items() if not k.startswith("_")}
 

@@ -345,7 +345,7 @@ def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
         if doc["_state"].get("archived"):
             raise BadRequest(f"Gate {gate_id!r} is already archived.")
         if not force:
-            users = [r for r in references(gate_id) if not r.get("_state", {}).get("archived")]
+            users = [r for r in references(gate_id) if not entities.is_archived(r)]
             if users:
                 raise Conflict(
                     f"Gate {gate_id!r} is still used by {_describe(users)}; remove those references "
