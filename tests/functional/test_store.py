@@ -51,3 +51,24 @@ def test_delete_removes_current_and_snapshots_but_only_at_the_version_read(aws: 
     assert dynamo.get("GATE", "g1") is None
     assert dynamo.versions("GATE", "g1") == []
     dynamo.create("GATE", "g1", doc(1))  # the id is free again
+
+
+def test_write_many_is_all_or_nothing(aws: None) -> None:
+    dynamo.create("EXPERIMENT", "e1", {"id": "e1", "version": 1, "createdTime": 1, "holdoutIDs": []})
+    dynamo.create("EXPERIMENT", "e2", {"id": "e2", "version": 1, "createdTime": 1, "holdoutIDs": []})
+    holdout = {"id": "h1", "version": 1, "createdTime": 1, "experimentIDs": ["e1", "e2"]}
+    e1 = {"id": "e1", "version": 2, "createdTime": 1, "holdoutIDs": ["h1"]}
+    e2 = {"id": "e2", "version": 2, "createdTime": 1, "holdoutIDs": ["h1"]}
+    with pytest.raises(dynamo.StoreConflict):  # e2 is not at version 5: nothing is written
+        dynamo.write_many(
+            creates=[("HOLDOUT", "h1", holdout)],
+            replaces=[("EXPERIMENT", "e1", e1, 1), ("EXPERIMENT", "e2", e2, 5)],
+        )
+    assert dynamo.get("HOLDOUT", "h1") is None
+    assert dynamo.get("EXPERIMENT", "e1")["holdoutIDs"] == []
+    dynamo.write_many(
+        creates=[("HOLDOUT", "h1", holdout)],
+        replaces=[("EXPERIMENT", "e1", e1, 1), ("EXPERIMENT", "e2", e2, 1)],
+    )
+    assert dynamo.get("HOLDOUT", "h1")["experimentIDs"] == ["e1", "e2"]
+    assert [v["version"] for v in dynamo.versions("EXPERIMENT", "e2")] == [2, 1]

@@ -18,7 +18,7 @@ in one transaction: a stale write fails as a whole.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from expconsole import aws, config
@@ -142,6 +142,51 @@ def replace(kind: str, entity_id: str, doc: dict[str, Any], expected_version: in
             {"Put": {"TableName": config.table_name(), "Item": _snapshot_item(kind, entity_id, doc)}},
         ]
     )
+
+
+MAX_ENTITIES_PER_TRANSACTION = 50  # each entity write is two items; DynamoDB allows 100
+
+
+def write_many(
+    creates: Sequence[tuple[str, str, dict[str, Any]]] = (),
+    replaces: Sequence[tuple[str, str, dict[str, Any], int]] = (),
+) -> None:
+    """Create and replace several entities in one transaction: all of it happens, or none.
+
+    For links kept on both sides (a holdout's experimentIDs and each experiment's holdoutIDs):
+    `creates` are (kind, id, doc) that must not exist yet; `replaces` are (kind, id, doc,
+    expected_version) that must still be at the version read. StoreConflict otherwise.
+    """
+    if len(creates) + len(replaces) > MAX_ENTITIES_PER_TRANSACTION:
+        raise ValueError(f"at most {MAX_ENTITIES_PER_TRANSACTION} entities change in one transaction")
+    table = config.table_name()
+    items: list[dict[str, Any]] = []
+    for kind, entity_id, doc in creates:
+        items.append(
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": _current_item(kind, entity_id, doc),
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                }
+            }
+        )
+        items.append({"Put": {"TableName": table, "Item": _snapshot_item(kind, entity_id, doc)}})
+    for kind, entity_id, doc, expected in replaces:
+        items.append(
+            {
+                "Put": {
+                    "TableName": table,
+                    "Item": _current_item(kind, entity_id, doc),
+                    "ConditionExpression": "#v = :expected",
+                    "ExpressionAttributeNames": {"#v": "version"},
+                    "ExpressionAttributeValues": {":expected": _n(expected)},
+                }
+            }
+        )
+        items.append({"Put": {"TableName": table, "Item": _snapshot_item(kind, entity_id, doc)}})
+    if items:
+        _transact(items)
 
 
 def _transact(items: list[dict[str, Any]]) -> None:
