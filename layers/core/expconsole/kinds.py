@@ -12,6 +12,7 @@ LAYER = "LAYER"
 METRIC = "METRIC"
 QUALIFYING_EVENT = "QUALIFYING_EVENT"
 ASSIGNMENT_SOURCE = "ASSIGNMENT_SOURCE"
+PROMPT = "PROMPT"
 
 LABEL = {
     GATE: "Gate",
@@ -24,6 +25,7 @@ LABEL = {
     METRIC: "Metric",
     QUALIFYING_EVENT: "Qualifying event source",
     ASSIGNMENT_SOURCE: "Assignment source",
+    PROMPT: "Prompt",
 }
 
 PATH = {
@@ -37,4 +39,5 @@ PATH = {
     METRIC: "metrics",
     QUALIFYING_EVENT: "experiments/qualifying_events",
     ASSIGNMENT_SOURCE: "experiments/assignment_source",
+    PROMPT: "prompts",
 }
