@@ -2,7 +2,9 @@
 
 Servers run as child processes (`ServeProcess`), each with its own moto: the functional tests
 beside these use moto's in-process mocks, which reset moto's global state. A test template
-with an echo function shows the event each request becomes, through real HTTP.
+with an echo function shows the event each request becomes, through real HTTP; another, with
+a function that reports its process and can wait for its peers, shows the sandboxes: concurrent
+invocations run at once in separate worker processes, as on Lambda.
 """
 
 from __future__ import annotations
@@ -10,10 +12,13 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,11 +39,15 @@ GATES = "/console/v1/gates"
 
 ECHO_APP = """
 import json
+import sys
 
 
 def lambda_handler(event, context):
     if event["rawPath"].endswith("/boom"):
-        raise RuntimeError("boom")
+        key = event["headers"].get("service-api-key")
+        print(f"printed on stdout: {key}")
+        print(f"printed on stderr: {key}", file=sys.stderr)
+        raise RuntimeError(f"boom with {key}")
     return {"statusCode": 200, "body": json.dumps(event), "cookies": ["a=1; Path=/", "b=2; Path=/"]}
 """
 
@@ -73,6 +82,73 @@ Resources:
         Open:
           Type: HttpApi
           Properties: {{ApiId: !Ref Api, Method: GET, Path: /open, Auth: {{Authorizer: NONE}}}}
+"""
+
+
+# Reports the sandbox it ran in. `meet=<folder>&n=N`: wait (up to `wait` s) until N invocations
+# have come to the folder, each leaving its pid there: they can only all meet if they run at once.
+SANDBOX_APP = """
+import json
+import os
+import time
+from pathlib import Path
+
+COLD = True
+
+
+def lambda_handler(event, context):
+    global COLD
+    cold, COLD = COLD, False
+    action = (event.get("pathParameters") or {}).get("action")
+    if action == "crash":
+        os._exit(3)
+    if action == "hang":
+        time.sleep(60)
+    if action == "raise":
+        raise ValueError("raised on purpose")
+    query = event.get("queryStringParameters") or {}
+    peers = []
+    if "meet" in query:
+        folder = Path(query["meet"])
+        (folder / str(os.getpid())).touch()
+        deadline = time.monotonic() + float(query.get("wait", 20))
+        while len(list(folder.iterdir())) < int(query["n"]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        peers = sorted(int(p.name) for p in folder.iterdir())
+    time.sleep(float(query.get("sleep", 0)))
+    body = {
+        "pid": os.getpid(),
+        "cold": cold,
+        "peers": peers,
+        "remainingMs": context.get_remaining_time_in_millis(),
+        "table": os.environ.get("TABLE_NAME"),
+        "endpoint": os.environ.get("AWS_ENDPOINT_URL"),
+    }
+    return {"statusCode": 200, "body": json.dumps(body)}
+"""
+
+SANDBOX_TEMPLATE = """
+Globals:
+  Function:
+    Timeout: 1
+Resources:
+  Api:
+    Type: AWS::Serverless::HttpApi
+  WorkFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: work/
+      Handler: app.lambda_handler
+      Timeout: 20
+      Events:
+        Work: {Type: HttpApi, Properties: {ApiId: !Ref Api, Method: GET, Path: /work}}
+  FragileFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: work/
+      Handler: app.lambda_handler
+      Events:
+        Fragile: {Type: HttpApi, Properties: {ApiId: !Ref Api, Method: GET, Path: "/fragile/{action}"}}
 """
 
 
@@ -122,6 +198,53 @@ def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     template = str(folder / "template.yaml")
     with serve("--ephemeral", "--template", template, cwd=folder, stderr=folder / "server.log") as process:
         yield process
+
+
+def sandbox_server(folder: Path, *args: str) -> ServeProcess:
+    """A server of SANDBOX_TEMPLATE in `folder`, not yet started."""
+    (folder / "work").mkdir()
+    (folder / "work" / "app.py").write_text(SANDBOX_APP)
+    (folder / "template.yaml").write_text(SANDBOX_TEMPLATE)
+    template = str(folder / "template.yaml")
+    return serve("--ephemeral", "--template", template, *args, cwd=folder, stderr=folder / "server.log")
+
+
+@pytest.fixture(scope="module")
+def sandboxed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """SANDBOX_TEMPLATE's functions, three sandboxes at most each."""
+    with sandbox_server(tmp_path_factory.mktemp("sandboxed"), "--max-concurrency", "3") as process:
+        yield process
+
+
+def meet(server: ServeProcess, folder: Path, n: int, wait: float = 20) -> list[dict[str, Any]]:
+    """`n` concurrent invocations of WorkFunction that wait for each other in `folder`."""
+    folder.mkdir()
+    params = {"meet": str(folder), "n": str(n), "wait": str(wait)}
+
+    def call(_: int) -> dict[str, Any]:
+        response = requests.get(server.url + "/work", params=params, timeout=60)
+        assert response.status_code == 200, response.text
+        return dict(response.json())
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(call, range(n)))
+
+
+def alive(pid: int) -> bool:
+    """Whether the process exists (a zombie, not yet reaped by its parent, counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def log_of(server: ServeProcess, *, waiting_for: str = "") -> str:
+    assert server.stderr_path is not None
+    deadline = time.monotonic() + 5
+    while waiting_for not in server.stderr_path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the access line is written once the answer has left
+    return server.stderr_path.read_text()
 
 
 # --- the event a request becomes ------------------------------------------------------------
@@ -314,17 +437,104 @@ def test_a_route_without_authorizer_needs_no_key(echo: ServeProcess) -> None:
     assert response.status_code == 200 and "authorizer" not in response.json()["requestContext"]
 
 
-def test_a_failing_function_is_500_and_its_traceback_never_shows_the_key(echo: ServeProcess) -> None:
+def test_a_failing_function_is_500_and_its_log_never_shows_the_key(echo: ServeProcess) -> None:
     response = get(echo, "/echo/boom", key=echo.api_key)
     assert (response.status_code, response.json()) == (500, {"message": "Internal Server Error"})
-    log_path = echo.stderr_path
-    assert log_path is not None
-    deadline = time.monotonic() + 5
-    while "GET /echo/boom 500" not in log_path.read_text() and time.monotonic() < deadline:
-        time.sleep(0.05)  # the access line is written once the answer has left
-    log = log_path.read_text()
-    assert "RuntimeError: boom" in log and "GET /echo/boom 500" in log
+    log = log_of(echo, waiting_for="GET /echo/boom 500")
+    assert "RuntimeError: boom with ***" in log and "GET /echo/boom 500" in log
+    # What the handler prints, on stdout or stderr, is in the server's log (stderr), key masked.
+    assert "printed on stdout: ***" in log and "printed on stderr: ***" in log
     assert echo.api_key not in log
+    assert get(echo, "/echo/ok", key=echo.api_key).status_code == 200
+
+
+# --- sandboxes: each function's invocations run as on Lambda -------------------------------------
+
+
+def test_concurrent_invocations_run_at_once_in_separate_sandboxes(
+    sandboxed: ServeProcess, tmp_path: Path
+) -> None:
+    results = meet(sandboxed, tmp_path / "meeting", 3)
+    pids = {r["pid"] for r in results}
+    assert len(pids) == 3, results  # three processes...
+    assert all(set(r["peers"]) == pids for r in results), results  # ...each running while the others were
+    assert sandboxed._process is not None and sandboxed._process.pid not in pids
+    # The function's own Timeout (20 s, not the Globals' 1 s) and the server's environment.
+    assert all(10_000 < r["remainingMs"] <= 20_000 for r in results), results
+    assert {(r["table"], r["endpoint"]) for r in results} == {("expconsole", sandboxed.backend_endpoint)}
+
+    # Idle sandboxes are reused, warm: one request at a time needs a single one.
+    warm = [requests.get(sandboxed.url + "/work", timeout=30).json() for _ in range(4)]
+    assert len({r["pid"] for r in warm}) == 1 and warm[0]["pid"] in pids, warm
+    assert not any(r["cold"] for r in warm)
+
+
+def test_past_max_concurrency_requests_wait_for_a_free_sandbox(
+    sandboxed: ServeProcess, tmp_path: Path
+) -> None:
+    results = meet(sandboxed, tmp_path / "meeting", 5, wait=1)
+    assert len({r["pid"] for r in results}) == 3, results  # --max-concurrency 3
+    assert all(len(r["peers"]) <= 3 for r in results), results
+
+
+def test_a_function_error_is_500_and_keeps_its_sandbox_warm(sandboxed: ServeProcess) -> None:
+    before = get(sandboxed, "/fragile/ok").json()["pid"]
+    response = get(sandboxed, "/fragile/raise")
+    assert (response.status_code, response.json()) == (500, {"message": "Internal Server Error"})
+    after = get(sandboxed, "/fragile/ok").json()
+    assert after["pid"] == before and not after["cold"]
+    log = log_of(sandboxed, waiting_for="GET /fragile/raise 500")
+    assert "FragileFunction" in log and "ValueError: raised on purpose" in log
+
+
+def test_a_crashed_sandbox_is_500_and_replaced(sandboxed: ServeProcess) -> None:
+    before = get(sandboxed, "/fragile/ok").json()["pid"]
+    response = get(sandboxed, "/fragile/crash")
+    assert (response.status_code, response.json()) == (500, {"message": "Internal Server Error"})
+    assert not alive(before)  # gone and reaped
+    after = get(sandboxed, "/fragile/ok").json()
+    assert after["pid"] != before and after["cold"]
+    assert "exit code 3" in log_of(sandboxed, waiting_for="GET /fragile/crash 500")
+
+
+def test_a_function_past_its_timeout_is_503_and_its_sandbox_replaced(sandboxed: ServeProcess) -> None:
+    before = get(sandboxed, "/fragile/ok").json()["pid"]
+    started = time.monotonic()
+    response = get(sandboxed, "/fragile/hang")
+    elapsed = time.monotonic() - started
+    assert (response.status_code, response.json()) == (503, {"message": "Service Unavailable"})
+    assert 1 <= elapsed < 10  # the Globals' Timeout: 1
+    assert not alive(before)
+    assert get(sandboxed, "/fragile/ok").json()["pid"] != before
+    assert "ran past its Timeout of 1 s" in log_of(sandboxed, waiting_for="GET /fragile/hang 503")
+
+
+def test_stopping_lets_invocations_finish_and_ends_every_sandbox(tmp_path: Path) -> None:
+    with sandbox_server(tmp_path, "--max-concurrency", "2") as server:
+        pids = {r["pid"] for r in meet(server, tmp_path / "meeting", 2)}
+        assert len(pids) == 2
+        in_flight = tmp_path / "in-flight"
+        in_flight.mkdir()
+        answers: list[requests.Response] = []
+        params = {"meet": str(in_flight), "n": "1", "sleep": "1"}
+        request = threading.Thread(
+            target=lambda: answers.append(requests.get(server.url + "/work", params=params, timeout=30))
+        )
+        request.start()
+        deadline = time.monotonic() + 10
+        while not any(in_flight.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.stop() == 0  # Ctrl-C, with an invocation running
+        request.join()
+        assert [a.status_code for a in answers] == [200]
+    assert not any(alive(pid) for pid in pids)
+    log = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in log and "GET /work 200" in log
+
+
+def test_max_concurrency_must_be_positive() -> None:
+    result = expconsole("serve", "--max-concurrency", "0")
+    assert result.returncode == 2 and "--max-concurrency" in result.stderr
 
 
 # --- state, keys and lifecycle ----------------------------------------------------------------

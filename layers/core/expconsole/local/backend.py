@@ -299,6 +299,46 @@ class _DataDirLock:
             self._fd = None
 
 
+def _copy_tables_once_per_transaction() -> None:
+    """Make moto back up each table once per transaction, not once per item in it.
+
+    moto's `transact_write_items` deep-copies the whole table for every item of a transaction
+    (its rollback copy), so a two-item write on a table of a few thousand items takes a second
+    and the single-threaded backend queues every other request behind it. One copy per table
+    is all the rollback needs. The patch swaps moto's `copy` for the call's duration with one
+    that copies each Table object once; every other deepcopy is untouched.
+    """
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    backend = models.DynamoDBBackend
+    if getattr(backend.transact_write_items, "_expconsole_patched", False):
+        return
+    original = backend.transact_write_items
+    real_copy = models.copy
+
+    class _TablesOnce:
+        def __init__(self) -> None:
+            self._tables: dict[int, Any] = {}
+
+        def deepcopy(self, obj: Any, memo: Any = None) -> Any:
+            if not isinstance(obj, Table):
+                return real_copy.deepcopy(obj, memo)
+            if id(obj) not in self._tables:
+                self._tables[id(obj)] = real_copy.deepcopy(obj, memo)
+            return self._tables[id(obj)]
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        models.copy = _TablesOnce()  # type: ignore[assignment]
+        try:
+            return original(self, transact_items)
+        finally:
+            models.copy = real_copy
+
+    transact_write_items._expconsole_patched = True  # type: ignore[attr-defined]
+    backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
 class EmbeddedBackend:
     """moto's DynamoDB and S3 on 127.0.0.1; persisted under `data_dir`, or in memory when it is None.
 
@@ -343,6 +383,8 @@ class EmbeddedBackend:
         )
         from werkzeug.serving import make_server
         from werkzeug.test import Client
+
+        _copy_tables_once_per_transaction()
 
         class QuietHandler(MotoRequestHandler):
             def log_request(self, code: int | str = "-", size: int | str = "-") -> None:

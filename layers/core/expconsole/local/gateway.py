@@ -1,35 +1,50 @@
-"""API Gateway (HTTP API) as the local server plays it: routes, payload-2.0 events, the authorizer.
+"""API Gateway (HTTP API) and Lambda as the local server plays them: routes, payload-2.0 events,
+the authorizer, and sandboxes that run the functions.
 
-The functions are the deployed ones, imported in-process. What API Gateway does before and
-after them is reproduced here, down to its bare `{"message": ...}` errors, so a client sees the
-same behaviour locally and in the account.
+The functions are the deployed ones. Each runs in sandboxes as on Lambda (`Functions`, and
+sandbox.py for the worker side): worker processes that import the function once and serve one
+invocation at a time, so concurrent requests run concurrently. What API Gateway does before and
+after them is reproduced here, down to its bare `{"message": ...}` errors (500 when a function
+fails or its sandbox dies, 503 when it times out), so a client sees the same behaviour locally
+and in the account.
 """
 
 from __future__ import annotations
 
 import base64
-import importlib.util
+import contextlib
 import json
 import os
+import queue
 import re
+import subprocess
 import sys
 import threading
 import time
-import traceback
-import uuid
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+from expconsole.local.sandbox import ACCOUNT_ID, BOOTSTRAP, REGION, read_message, write_message
 from expconsole.local.template import Api, Authorizer, Function, Route, module_name
 
-ACCOUNT_ID = "123456789012"
 API_ID = "local"
-REGION = "us-east-1"
 MAX_BODY_BYTES = 10 * 1024 * 1024
+DEFAULT_MAX_CONCURRENCY = 10
+INIT_LIMIT_S = 10.0  # Lambda's limit on a cold start, before the function's own Timeout applies
+
+_REPLY_GRACE_S = 0.5  # beyond the function's Timeout, for the reply to cross the pipe
+_STOP_GRACE_S = 2.0
+_EXIT_WAIT_S = 1.0
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding the expconsole package
+# Sandboxes are not in the server's process group: Ctrl-C reaches the server, which stops them.
+_OWN_PROCESS_GROUP: dict[str, Any] = (
+    {"process_group": 0}
+    if os.name == "posix"
+    else {"creationflags": getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+)
 
 _EXACT, _PARAM, _GREEDY = 0, 1, 2
 _PARAM_SEGMENT = re.compile(r"^\{([^{}+]+)\}$")
@@ -210,60 +225,288 @@ def to_http_response(result: Any) -> HttpResponse:
     return HttpResponse(int(result["statusCode"]), headers, data)
 
 
-class LambdaContext:
-    """The attributes of a Lambda context that handlers and Powertools read."""
+class InvocationError(Exception):
+    """An invocation that produced no result; `status` and `message` are API Gateway's answer."""
+
+    status = 500
+    message = "Internal Server Error"
+
+    def __init__(self, what: str, detail: str = "") -> None:
+        super().__init__(what)
+        self.detail = detail
+
+
+class FunctionError(InvocationError):
+    """The handler raised, or its module could not be imported; `detail` is its stack trace."""
+
+
+class SandboxCrashed(InvocationError):
+    """The sandbox's process died (or could not start) before it answered."""
+
+
+class FunctionTimeout(InvocationError):
+    """The function ran past its Timeout: its sandbox is killed, as Lambda does."""
+
+    status = 503
+    message = "Service Unavailable"
+
+
+class ServerStopping(InvocationError):
+    """The server is stopping and starts no more invocations."""
+
+    status = 503
+    message = "Service Unavailable"
+
+
+class _Sandbox:
+    """The server's end of one sandbox (see sandbox.py): a worker process and its pipes.
+
+    A reader thread turns the worker's replies into a queue, so waiting for one can time out.
+    """
 
     def __init__(self, function: Function) -> None:
-        self.function_name = function.logical_id
-        self.function_version = "$LATEST"
-        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:{function.logical_id}"
-        self.memory_limit_in_mb = function.memory_mb
-        self.aws_request_id = str(uuid.uuid4())
-        self.log_group_name = f"/aws/lambda/{function.logical_id}"
-        self.log_stream_name = "local"
-        self._deadline = time.monotonic() + function.timeout_s
+        self.function = function
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", "-c", BOOTSTRAP, str(_PACKAGE_ROOT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            **_OWN_PROCESS_GROUP,
+        )
+        self.pid = self.process.pid
+        self._started = time.monotonic()
+        self._cold_allowance = 0.0
+        self._replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._reader = threading.Thread(
+            target=self._read, name=f"sandbox-{function.logical_id}-{self.pid}", daemon=True
+        )
+        self._reader.start()
 
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        try:
+            while (message := read_message(self.process.stdout)) is not None:
+                self._replies.put(message)
+        except (OSError, ValueError, EOFError):
+            pass  # a reply cut short is a sandbox that died
+        self._replies.put(None)
+
+    def init(self) -> None:
+        """Import the handler: the cold start, within Lambda's 10 s init limit plus the Timeout.
+
+        What the init leaves of those 10 s is allowed to the first invocation too, which pays for
+        whatever the handler loads lazily: on a busy machine, with sandboxes starting side by side,
+        that can take seconds, where Lambda gives each sandbox a CPU of its own.
+        """
+        function = self.function
+        message = {
+            "type": "init",
+            "function": function.logical_id,
+            "module": module_name(function),
+            "file": str(function.module_file),
+            "handler": function.handler_name,
+            "memory": function.memory_mb,
+            "timeout": function.timeout_s,
+        }
+        limit = INIT_LIMIT_S + function.timeout_s
+        self._request(message, limit, "initialising", f"did not initialise within {limit:g} s")
+        self._cold_allowance = max(0.0, INIT_LIMIT_S - (time.monotonic() - self._started))
+
+    def invoke(self, event: dict[str, Any], redact: list[str]) -> Any:
+        timeout, allowance = self.function.timeout_s, self._cold_allowance
+        self._cold_allowance = 0.0
+        late = f"ran past its Timeout of {timeout:g} s"
+        if allowance:
+            late += f" (plus {allowance:.1f} s left from its cold start)"
+        reply = self._request(
+            {"type": "invoke", "event": event, "redact": redact},
+            timeout + allowance + _REPLY_GRACE_S,
+            "running",
+            late,
+        )
+        return reply.get("result")
+
+    def _request(self, message: dict[str, Any], timeout: float, doing: str, late: str) -> dict[str, Any]:
+        name = f"sandbox {self.pid}"
+        assert self.process.stdin is not None
+        try:
+            write_message(self.process.stdin, message)
+        except (OSError, ValueError):  # a broken pipe, or one closed by close()
+            raise SandboxCrashed(f"{name} is gone: {self._exit_status()}") from None
+        try:
+            reply = self._replies.get(timeout=timeout)
+        except queue.Empty:
+            raise FunctionTimeout(f"{name} {late}: killed") from None
+        if reply is None:
+            raise SandboxCrashed(f"{name} died {doing}: {self._exit_status()}")
+        if reply.get("type") == "error":
+            error = reply.get("error") or {}
+            what = f"{name} {error.get('errorType', 'Error')}: {error.get('errorMessage', '')}"
+            raise FunctionError(what, "".join(error.get("stackTrace") or []))
+        return reply
+
+    def _exit_status(self) -> str:
+        try:
+            code = self.process.wait(_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return "its pipe broke"
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def close(self) -> None:
+        """Ask the worker to exit (its stdin closes), without waiting."""
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+
+    def stop(self, grace: float = _STOP_GRACE_S) -> None:
+        """End the worker (gently within `grace` seconds, else killed) and reap it."""
+        self.close()
+        if grace > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(grace)
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self._reader.join(_EXIT_WAIT_S)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+class _Pool:
+    """The sandboxes of one function: idle ones are reused (warm), new ones started up to `limit`.
+
+    Past the limit a request waits for a sandbox to be free, as Lambda throttles; locally that
+    is a wait rather than a 429.
+    """
+
+    def __init__(self, function: Function, limit: int) -> None:
+        self.function = function
+        self.limit = limit
+        self._ready = threading.Condition()
+        self._idle: list[_Sandbox] = []
+        self._live: set[_Sandbox] = set()
+        self._starting = 0
+        self._closed = False
+
+    def invoke(self, event: dict[str, Any], redact: list[str]) -> Any:
+        sandbox = self._acquire()
+        keep = False
+        try:
+            if sandbox is None:
+                sandbox = self._start()
+            result = sandbox.invoke(event, redact)
+            keep = True
+            return result
+        except FunctionError:
+            keep = True  # the handler raised: the sandbox lives on, as in Lambda
+            raise
+        finally:
+            if sandbox is not None:
+                self._release(sandbox, keep)
+
+    def _acquire(self) -> _Sandbox | None:
+        """A warm sandbox, or None when the caller should start one."""
+        with self._ready:
+            while True:
+                if self._closed:
+                    raise ServerStopping(f"{self.function.logical_id}: the server is stopping")
+                if self._idle:
+                    return self._idle.pop()  # the most recently used: the warmest
+                if len(self._live) + self._starting < self.limit:
+                    self._starting += 1
+                    return None
+                self._ready.wait()
+
+    def _start(self) -> _Sandbox:
+        sandbox: _Sandbox | None = None
+        try:
+            sandbox = _Sandbox(self.function)
+        except OSError as exc:
+            raise SandboxCrashed(f"{self.function.logical_id}: cannot start a sandbox: {exc}") from exc
+        finally:
+            with self._ready:
+                self._starting -= 1
+                if sandbox is not None:
+                    self._live.add(sandbox)
+                closed = self._closed
+                self._ready.notify()
+        assert sandbox is not None
+        if closed:
+            self._release(sandbox, False)
+            raise ServerStopping(f"{self.function.logical_id}: the server is stopping")
+        try:
+            sandbox.init()
+        except InvocationError:
+            self._release(sandbox, False)  # an init that failed is retried in a new sandbox
+            raise
+        return sandbox
+
+    def _release(self, sandbox: _Sandbox, healthy: bool) -> None:
+        """Back to the idle ones if healthy and wanted; otherwise stopped (killed if unhealthy)."""
+        with self._ready:
+            keep = healthy and not self._closed and sandbox.process.poll() is None
+            if keep:
+                self._idle.append(sandbox)
+            else:
+                self._live.discard(sandbox)
+            self._ready.notify()
+        if not keep:
+            sandbox.stop(grace=_STOP_GRACE_S if healthy else 0)
+
+    def close(self) -> list[_Sandbox]:
+        """Refuse new invocations and hand over every sandbox, for the caller to stop."""
+        with self._ready:
+            self._closed = True
+            sandboxes = list(self._live)
+            self._live.clear()
+            self._idle.clear()
+            self._ready.notify_all()
+        return sandboxes
 
 
 class Functions:
-    """Imports each handler on first use and runs one invocation at a time.
+    """Runs each function's invocations in its own pool of sandboxes, as Lambda does.
 
-    Powertools keeps the current event in a class attribute, so two handlers must never run at
-    once in one process; Lambda gives each invocation its own sandbox, here they take turns.
-    Handler files are imported by path under a unique module name because every function's
-    file is called app.py.
+    A sandbox is a worker process (sandbox.py) that imports the function's module once and then
+    serves one invocation at a time. Concurrent invocations of a function go to different
+    sandboxes, started on demand up to `max_concurrency` per function; past that, they wait for
+    one to be free. Nothing starts before the first request, and idle sandboxes are reused.
+
+    A handler that raises is a 500 and its sandbox stays warm; a sandbox that dies is a 500, one
+    that runs past the function's Timeout (the first invocation after a cold start gets what the
+    init left of Lambda's 10 s init limit on top) is killed and a 503; both are replaced on demand.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        self.max_concurrency = max_concurrency
         self._lock = threading.Lock()
-        self._modules: dict[Path, ModuleType] = {}
+        self._pools: dict[Function, _Pool] = {}
+        self._closed = False
 
-    def invoke(self, function: Function, event: dict[str, Any]) -> Any:
+    def invoke(self, function: Function, event: dict[str, Any], *, redact: Iterable[str] = ()) -> Any:
+        """The handler's result; InvocationError when there is none.
+
+        `redact`: values (the caller's key) the sandbox masks in its log and its errors.
+        """
         with self._lock:
-            module = self._modules.get(function.module_file) or self._import(function)
-            handler: Callable[[dict[str, Any], Any], Any] | None = getattr(
-                module, function.handler_name, None
-            )
-            if not callable(handler):
-                raise LookupError(f"{function.module_file} has no function {function.handler_name}")
-            return handler(event, LambdaContext(function))
+            if self._closed:
+                raise ServerStopping(f"{function.logical_id}: the server is stopping")
+            pool = self._pools.get(function)
+            if pool is None:
+                pool = self._pools[function] = _Pool(function, self.max_concurrency)
+        return pool.invoke(event, list(redact))
 
-    def _import(self, function: Function) -> ModuleType:
-        name = module_name(function)
-        spec = importlib.util.spec_from_file_location(name, function.module_file)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot import {function.module_file}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        self._modules[function.module_file] = module
-        return module
+    def close(self) -> None:
+        """Stop every sandbox (each gets its stdin closed, then a moment to exit) and reap them."""
+        with self._lock:
+            self._closed = True
+            pools = list(self._pools.values())
+        sandboxes = [sandbox for pool in pools for sandbox in pool.close()]
+        for sandbox in sandboxes:
+            sandbox.close()
+        for sandbox in sandboxes:
+            sandbox.stop()
 
 
 class _Verdicts:
@@ -294,6 +537,9 @@ class Gateway:
         self.routes = RouteTable(api.routes)
         self.functions = functions or Functions()
         self._verdicts = _Verdicts()
+        # The identity headers carry API keys: their values are masked in the sandboxes' logs.
+        authorizers = {route.authorizer for route in api.routes if route.authorizer}
+        self._secret_headers = sorted({name.lower() for a in authorizers for name in a.identity_headers})
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         request_id = base64.b64encode(os.urandom(10)).decode("ascii")
@@ -301,16 +547,23 @@ class Gateway:
         response.headers.append(("Apigw-Requestid", request_id))
         return response
 
+    def close(self) -> None:
+        """Stop the functions' sandboxes."""
+        self.functions.close()
+
     def _respond(self, request: HttpRequest, request_id: str) -> HttpResponse:
         match = self.routes.match(request.method, request.target.partition("?")[0])
         if match is None:
             return gateway_error(404, "Not Found")
         route, path_parameters = match
         event = build_event(request, route, path_parameters, request_id=request_id, now=time.time())
-        denied = self._authorize(route, route.authorizer, event) if route.authorizer else None
-        return denied or self._invoke(route, event)
+        secrets = [event["headers"][name] for name in self._secret_headers if event["headers"].get(name)]
+        denied = self._authorize(route, route.authorizer, event, secrets) if route.authorizer else None
+        return denied or self._invoke(route, event, secrets)
 
-    def _authorize(self, route: Route, authorizer: Authorizer, event: dict[str, Any]) -> HttpResponse | None:
+    def _authorize(
+        self, route: Route, authorizer: Authorizer, event: dict[str, Any], secrets: list[str]
+    ) -> HttpResponse | None:
         """None when the request may proceed (with the authorizer's context in the event)."""
         identity = [event["headers"].get(name.lower(), "") for name in authorizer.identity_headers]
         if not all(identity):
@@ -318,12 +571,16 @@ class Gateway:
         key = (authorizer.function.logical_id, tuple(identity))
         cached, context = self._verdicts.get(key)
         if not cached:
+            what = f"authorizer {authorizer.function.logical_id} failed for {route.route_key}"
             try:
-                verdict = self.functions.invoke(authorizer.function, authorizer_event(event, route, identity))
-                if not isinstance(verdict, dict) or not isinstance(verdict.get("isAuthorized"), bool):
-                    raise TypeError(f"authorizer answered {type(verdict).__name__} without isAuthorized")
-            except Exception:
-                _log_failure(f"authorizer {authorizer.function.logical_id} failed for {route.route_key}")
+                verdict = self.functions.invoke(
+                    authorizer.function, authorizer_event(event, route, identity), redact=secrets
+                )
+            except InvocationError as exc:
+                _log_failure(what, exc)
+                return gateway_error(exc.status, exc.message)
+            if not isinstance(verdict, dict) or not isinstance(verdict.get("isAuthorized"), bool):
+                _log_failure(f"{what}: it answered {type(verdict).__name__} without isAuthorized")
                 return gateway_error(500, "Internal Server Error")
             context = (verdict.get("context") or {}) if verdict["isAuthorized"] else None
             if authorizer.ttl_seconds > 0:
@@ -333,20 +590,24 @@ class Gateway:
         event["requestContext"]["authorizer"] = {"lambda": context}
         return None
 
-    def _invoke(self, route: Route, event: dict[str, Any]) -> HttpResponse:
+    def _invoke(self, route: Route, event: dict[str, Any], secrets: list[str]) -> HttpResponse:
         try:
-            result = self.functions.invoke(route.function, event)
-        except Exception:
-            _log_failure(f"{route.function.logical_id} failed on {route.route_key}")
-            return gateway_error(500, "Internal Server Error")
+            result = self.functions.invoke(route.function, event, redact=secrets)
+        except InvocationError as exc:
+            _log_failure(f"{route.function.logical_id} failed on {route.route_key}", exc)
+            return gateway_error(exc.status, exc.message)
         try:
             return to_http_response(result)
-        except (TypeError, ValueError):
-            _log_failure(f"{route.function.logical_id} returned a malformed response for {route.route_key}")
+        except (TypeError, ValueError) as exc:
+            what = f"{route.function.logical_id} returned a malformed response for {route.route_key}"
+            _log_failure(f"{what}: {type(exc).__name__}: {exc}")
             return gateway_error(500, "Internal Server Error")
 
 
-def _log_failure(what: str) -> None:
-    """The traceback to stderr; never the request (its headers carry the API key)."""
-    sys.stderr.write(f"{what}\n{traceback.format_exc()}")
+def _log_failure(what: str, error: InvocationError | None = None) -> None:
+    """What failed and, for a function error, its stack trace; never the request (it carries the key)."""
+    lines = [what if error is None else f"{what}: {error}"]
+    if error is not None and error.detail:
+        lines.append(error.detail.rstrip("\n"))
+    sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.flush()

@@ -1,8 +1,12 @@
 """The local server: template.yaml's HTTP API on this machine, without Docker.
 
 Requests are read with the standard library's threading HTTP server, turned into API Gateway
-payload-2.0 events (see gateway.py) and handed to the same handlers Lambda runs, in-process.
-DynamoDB and S3 are moto embedded in the process (see backend.py), or the account with --aws.
+payload-2.0 events (see gateway.py) and handed to the same handlers Lambda runs, each in
+sandboxes as on Lambda: worker processes (sandbox.py), started on demand up to
+`max_concurrency` per function, that import the function once and serve one invocation at a
+time, so concurrent requests overlap as they do in the account. DynamoDB and S3 are moto
+embedded in this process (see backend.py), or the account with --aws; the sandboxes inherit
+this process's environment, which points their AWS clients at it.
 """
 
 from __future__ import annotations
@@ -28,7 +32,15 @@ from expconsole.local.backend import (
     aws_resources,
     use_backend,
 )
-from expconsole.local.gateway import MAX_BODY_BYTES, Gateway, HttpRequest, HttpResponse, gateway_error
+from expconsole.local.gateway import (
+    DEFAULT_MAX_CONCURRENCY,
+    MAX_BODY_BYTES,
+    Functions,
+    Gateway,
+    HttpRequest,
+    HttpResponse,
+    gateway_error,
+)
 from expconsole.local.template import find_template, load_api
 
 DEFAULT_DATA_DIR = ".expconsole"
@@ -47,7 +59,9 @@ class LocalServer:
 
     Ephemeral servers keep everything in memory; otherwise state lives in `data_dir` (default
     `.expconsole` in the working directory) and survives a restart. Keys not given are generated.
-    One per process: the handlers share this process's environment and AWS clients.
+    Each function runs in up to `max_concurrency` sandboxes at once (worker processes, started
+    when needed and stopped with the server). One server per process: it points this process's
+    environment, which the sandboxes inherit, at its backend.
     """
 
     def __init__(
@@ -63,6 +77,7 @@ class LocalServer:
         use_aws: bool = False,
         stack_name: str = "expconsole",
         quiet: bool = False,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> None:
         self.host = host
         self.port = port
@@ -72,6 +87,7 @@ class LocalServer:
         self.use_aws = use_aws
         self.stack_name = stack_name
         self.quiet = quiet
+        self.max_concurrency = max_concurrency
         self.backend: EmbeddedBackend | None = None
         self.table_name = ""
         self.bucket_name = ""
@@ -91,7 +107,8 @@ class LocalServer:
         """Returns once the server is listening; LocalError (or TemplateError) if it cannot start."""
         api = load_api(find_template(self._template))
         try:
-            self._httpd = _HttpServer((self.host, self.port), Gateway(api), quiet=self.quiet)
+            gateway = Gateway(api, Functions(self.max_concurrency))
+            self._httpd = _HttpServer((self.host, self.port), gateway, quiet=self.quiet)
         except OSError as exc:
             raise LocalError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from exc
         self.port = self._httpd.server_address[1]
@@ -122,13 +139,15 @@ class LocalServer:
         self.table_name, self.bucket_name = LOCAL_TABLE, LOCAL_BUCKET
 
     def stop(self) -> None:
-        """Stop accepting, let requests in flight finish, stop the backend, restore the environment."""
+        """Stop accepting, let requests in flight finish, stop the sandboxes and the backend, and
+        restore the environment."""
         if self._httpd is not None:
             if self._thread is not None:
                 self._httpd.shutdown()
                 self._thread.join()
                 self._thread = None
             self._httpd.server_close()
+            self._httpd.gateway.close()
             self._httpd = None
         if self.backend is not None:
             self.backend.stop()
@@ -204,6 +223,9 @@ class _HttpServer(ThreadingHTTPServer):
     """One thread per connection; request threads are joined on close so requests in flight finish."""
 
     daemon_threads = True
+    # socketserver's default backlog of 5 resets connections when a burst of clients (20
+    # parallel requests) connects faster than they are accepted.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], gateway: Gateway, *, quiet: bool) -> None:
         if ":" in address[0]:
