@@ -32,13 +32,13 @@ Number = Annotated[int | float, PlainValidator(_number), WithJsonSchema({"type":
 class RequestModel(BaseModel):
     """A request body: strict types (no "5" for 5) and unknown fields rejected by name."""
 
-    model_config = ConfigDict(strict=True, extra="forbid")
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
 
 class ResponseModel(BaseModel):
     """A response shape, for OpenAPI and contract tests; tolerant of extra fields."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 def _text_bool(value: object) -> object:

@@ -503,5 +503,13 @@ def list_references(
     kind: str, gate_id: str, page: int, limit: int, path: str, raw_query: str
 ) -> tuple[list[Doc], dict[str, Any]]:
     docs = references_of_kind(kind, gate_id)
-    shown = [present(d) if kind == kinds.GATE else entities.public(d) for d in docs]
+    if kind == kinds.GATE:
+        shown = [present(d) for d in docs]
+    elif kind == kinds.EXPERIMENT:
+        # Imported here: only this route needs the experiment models in the gates function.
+        from expconsole.services import experiments
+
+        shown = [experiments.present(d) for d in docs]
+    else:
+        shown = [entities.public(d) for d in docs]
     return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)

@@ -1,0 +1,198 @@
+"""Warehouse sources: /console/v1/experiments/qualifying_events and .../assignment_source(s).
+
+Parse, call the service, wrap in the envelope. A `dryRun` create answers 200 (nothing was
+created), every other create 201.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import unquote
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel
+
+from expconsole.api.app import build
+from expconsole.api.docs import responses
+from expconsole.api.envelope import listed, ok
+from expconsole.api.pagination import PageQuery
+from expconsole.models.common import Message
+from expconsole.models.warehouse_sources import (
+    AssignmentSourceCreate,
+    AssignmentSourceEnvelope,
+    AssignmentSourceListEnvelope,
+    AssignmentSourcePatch,
+    AssignmentSourceUpdate,
+    QualifyingEventCreate,
+    QualifyingEventEnvelope,
+    QualifyingEventListEnvelope,
+    QualifyingEventUpdate,
+)
+from expconsole.services import warehouse_sources as sources
+from expconsole.services.warehouse_sources import Outcome
+
+router = APIGatewayHttpRouter()
+QE_BASE = "/console/v1/experiments/qualifying_events"
+QE_ONE = f"{QE_BASE}/<name>"
+AS_BASE = "/console/v1/experiments/assignment_sources"
+AS_ONE = "/console/v1/experiments/assignment_source/<name>"
+QE_TAGS = ["Qualifying events"]
+AS_TAGS = ["Assignment sources"]
+
+
+def _where() -> tuple[str, str]:
+    event = router.current_event
+    return event.raw_path, event.raw_query_string
+
+
+def _name(raw: str) -> str:
+    """The path parameter as sent is still percent-encoded (`Log%20Events`)."""
+    return unquote(raw)
+
+
+def _answer(label: str, done: str, outcome: Outcome) -> dict[str, Any]:
+    if outcome.dry_run:
+        message = f"{label} is valid (dry run: nothing was stored)."
+    else:
+        message = f"{label} {done} successfully."
+    return ok(message + outcome.unchecked, outcome.data)
+
+
+def _created(label: str, outcome: Outcome) -> tuple[dict[str, Any], int]:
+    return _answer(label, "created", outcome), 200 if outcome.dry_run else 201
+
+
+def _create_responses(model: type[BaseModel]) -> dict[int, Any]:
+    out = responses(201, model, "Created", 409)
+    out[200] = {
+        "description": "dryRun: the source is valid; nothing was stored",
+        "content": {"application/json": {"model": model}},
+    }
+    return out
+
+
+# --- qualifying event sources -------------------------------------------------------------------
+
+
+@router.get(
+    QE_BASE,
+    tags=QE_TAGS,
+    summary="List qualifying event sources",
+    responses=responses(200, QualifyingEventListEnvelope, "A page of qualifying event sources"),
+)
+def list_qualifying_events(query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+    data, pagination = sources.list_qualifying_events(query, *_where())
+    return listed("Qualifying events listed successfully.", data, pagination)
+
+
+@router.post(
+    QE_BASE,
+    tags=QE_TAGS,
+    summary="Create a qualifying event source (dryRun: validate only, 200)",
+    responses=_create_responses(QualifyingEventEnvelope),
+)
+def create_qualifying_event(body: QualifyingEventCreate) -> tuple[dict[str, Any], int]:
+    return _created("Qualifying event", sources.create_qualifying_event(body))
+
+
+@router.get(
+    QE_ONE,
+    tags=QE_TAGS,
+    summary="Read a qualifying event source",
+    responses=responses(200, QualifyingEventEnvelope, "The source", 404),
+)
+def get_qualifying_event(name: str) -> dict[str, Any]:
+    return ok("Qualifying event read successfully.", sources.get_qualifying_event(_name(name)))
+
+
+@router.post(
+    QE_ONE,
+    tags=QE_TAGS,
+    summary="Update a qualifying event source (the name cannot change)",
+    responses=responses(200, QualifyingEventEnvelope, "Updated", 404, 409),
+)
+def update_qualifying_event(name: str, body: QualifyingEventUpdate) -> dict[str, Any]:
+    outcome = sources.update_qualifying_event(_name(name), body)
+    return _answer("Qualifying event", "updated", outcome)
+
+
+@router.delete(
+    QE_ONE,
+    tags=QE_TAGS,
+    summary="Delete a qualifying event source",
+    responses=responses(200, Message, "Deleted", 404, 409),
+)
+def delete_qualifying_event(name: str) -> dict[str, Any]:
+    sources.delete_qualifying_event(_name(name))
+    return {"message": "Qualifying event deleted successfully."}
+
+
+# --- assignment sources -------------------------------------------------------------------------
+
+
+@router.get(
+    AS_BASE,
+    tags=AS_TAGS,
+    summary="List assignment sources",
+    responses=responses(200, AssignmentSourceListEnvelope, "A page of assignment sources"),
+)
+def list_assignment_sources(query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+    data, pagination = sources.list_assignment_sources(query, *_where())
+    return listed("Assignment sources listed successfully.", data, pagination)
+
+
+@router.post(
+    AS_BASE,
+    tags=AS_TAGS,
+    summary="Create an assignment source (dryRun: validate only, 200)",
+    responses=_create_responses(AssignmentSourceEnvelope),
+)
+def create_assignment_source(body: AssignmentSourceCreate) -> tuple[dict[str, Any], int]:
+    return _created("Assignment source", sources.create_assignment_source(body))
+
+
+@router.get(
+    AS_ONE,
+    tags=AS_TAGS,
+    summary="Read an assignment source",
+    responses=responses(200, AssignmentSourceEnvelope, "The source", 404),
+)
+def get_assignment_source(name: str) -> dict[str, Any]:
+    return ok("Assignment source read successfully.", sources.get_assignment_source(_name(name)))
+
+
+@router.post(
+    AS_ONE,
+    tags=AS_TAGS,
+    summary="Fully update an assignment source (renaming is refused)",
+    responses=responses(200, AssignmentSourceEnvelope, "Updated", 404, 409),
+)
+def update_assignment_source(name: str, body: AssignmentSourceUpdate) -> dict[str, Any]:
+    outcome = sources.update_assignment_source(_name(name), body)
+    return _answer("Assignment source", "updated", outcome)
+
+
+@router.patch(
+    AS_ONE,
+    tags=AS_TAGS,
+    summary="Partially update an assignment source (renaming is refused)",
+    responses=responses(200, AssignmentSourceEnvelope, "Updated", 404, 409),
+)
+def patch_assignment_source(name: str, body: AssignmentSourcePatch) -> dict[str, Any]:
+    outcome = sources.patch_assignment_source(_name(name), body)
+    return _answer("Assignment source", "updated", outcome)
+
+
+@router.delete(
+    AS_ONE,
+    tags=AS_TAGS,
+    summary="Delete an assignment source (409 while an experiment uses it)",
+    responses=responses(200, Message, "Deleted", 404, 409),
+)
+def delete_assignment_source(name: str) -> dict[str, Any]:
+    sources.delete_assignment_source(_name(name))
+    return {"message": "Assignment source deleted successfully."}
+
+
+app, lambda_handler = build(router, key_kind="console")

@@ -1,0 +1,805 @@
+"""Experiments: request bodies, the list query, the response shape and the design checks.
+
+Field limits are the contract's (`spec/console-api.md`, "Experiment" and "Limits"); where it is
+silent they follow the peer API, and a few generous caps keep a stored experiment within one
+DynamoDB item. Checks that relate several fields (group sizes summing to 100, the control group
+naming a group, complete SPRT settings, ...) live in `design_errors`, which the service runs on
+the experiment as it would be stored, so create, full update, patch and restart share them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    Field,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+    field_validator,
+)
+
+from expconsole.api.pagination import PageQuery, Pagination
+from expconsole.models.base import (
+    Description,
+    Number,
+    PatchModel,
+    QueryBool,
+    RequestModel,
+    ResponseModel,
+    StrList,
+    Tag,
+)
+from expconsole.models.common import MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
+from expconsole.models.rules import RuleFields, RuleOut
+
+# --- scalar types ------------------------------------------------------------------------------------
+
+ExperimentId = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=100, pattern=r"^[a-zA-Z0-9_\-]*$"),
+    Field(description="3 to 100 characters: letters, digits, underscore, hyphen."),
+]
+ExperimentName = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=100, pattern=r"^[a-zA-Z0-9_\- ]*$"),
+    Field(description="3 to 100 characters: letters, digits, underscore, hyphen, space."),
+]
+GroupId = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=100, pattern=r"^[a-zA-Z0-9_\-]*$"),
+    Field(description="1 to 100 characters: letters, digits, underscore, hyphen."),
+]
+ShortText = Annotated[str, StringConstraints(max_length=200)]
+LongText = Annotated[str, StringConstraints(max_length=10_000)]
+IdType = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+ExperimentStatus = Literal[
+    "active", "setup", "decision_made", "abandoned", "archived", "experiment_stopped", "assignment_stopped"
+]
+STATUSES: tuple[str, ...] = ExperimentStatus.__args__  # type: ignore[attr-defined]
+ExperimentType = Literal["BASE", "GEO", "SWITCHBACK", "PROMPT", "SIDECAR", "GRID_SEARCH"]
+IdentifierMappingMode = Literal["strictOneToOne", "firstTouchOneToMany", "lastTouchOneToMany"]
+AnalyticsType = Literal["frequentist", "bayesian", "sprt"]
+SprtBaselineMode = Literal["manual", "in_experiment_control"]
+ReloadType = Literal["full", "incremental"]
+ConfidenceInterval = Literal["80", "90", "95", "98", "99"]
+CheckStatus = Literal["PASSED", "FAILED", "WARNING"]
+Direction = Literal["increase", "decrease"]
+FilterCondition = Literal[
+    "in",
+    "not_in",
+    "=",
+    ">",
+    "<",
+    ">=",
+    "<=",
+    "is_null",
+    "non_null",
+    "contains",
+    "not_contains",
+    "sql_filter",
+    "starts_with",
+    "ends_with",
+    "after_exposure",
+    "before_exposure",
+    "is_true",
+    "is_false",
+]
+
+
+def _bounded(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> Callable[[int | float], int | float]:
+    """A check that a number lies in a range, saying the range in its message."""
+    lo = "" if low is None else (f"above {low:g}" if low_open else f"at least {low:g}")
+    hi = "" if high is None else (f"below {high:g}" if high_open else f"at most {high:g}")
+    words = " and ".join(w for w in (lo, hi) if w)
+
+    def check(value: int | float) -> int | float:
+        too_low = low is not None and (value <= low if low_open else value < low)
+        too_high = high is not None and (value >= high if high_open else value > high)
+        if too_low or too_high:
+            raise ValueError(f"must be {words}")
+        return value
+
+    return check
+
+
+def _number_type(
+    low: float | None = None, high: float | None = None, *, low_open: bool = False, high_open: bool = False
+) -> Any:
+    schema: dict[str, Any] = {"type": "number"}
+    if low is not None:
+        schema["exclusiveMinimum" if low_open else "minimum"] = low
+    if high is not None:
+        schema["exclusiveMaximum" if high_open else "maximum"] = high
+    return Annotated[
+        Number,
+        AfterValidator(_bounded(low, high, low_open=low_open, high_open=high_open)),
+        WithJsonSchema(schema),
+    ]
+
+
+Percent = _number_type(0, 100)
+Bucket = _number_type(0, 1000, high_open=True)
+Positive = _number_type(0, low_open=True)
+PowerPercent = _number_type(0, 100, low_open=True, high_open=True)
+Weight = _number_type(0)
+# Days and exposures: integers that must exceed 1.
+OverOne = Annotated[int, Field(gt=1)]
+Hour = Annotated[int, Field(ge=0, le=23)]
+Weekday = Annotated[int, Field(ge=0, le=6, description="0 is Sunday.")]
+ROLLUP_WINDOWS = (-1, 1, 7)
+
+
+def _rollup_window(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in ROLLUP_WINDOWS:
+        raise ValueError("must be -1 (cumulative), 1 or 7")
+    return value
+
+
+RollupWindow = Annotated[
+    int, PlainValidator(_rollup_window), WithJsonSchema({"type": "integer", "enum": list(ROLLUP_WINDOWS)})
+]
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+# --- nested objects ----------------------------------------------------------------------------------
+
+
+class ExperimentGroupIn(RequestModel):
+    """A test group. `id` is generated when absent (an update keeps the id of a same-named group)."""
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(_not_blank)]
+    id: GroupId | None = None
+    size: Percent = Field(description="Percent of the experiment's units, 0 to 100; sizes sum to 100.")
+    parameterValues: dict[str, Any] = Field(default_factory=dict)
+    description: Annotated[str, StringConstraints(max_length=1000)] = ""
+    disabled: bool = False
+    foreignGroupID: ShortText | None = None
+    highlighted: bool = False
+
+
+class ExperimentMetricIn(RequestModel):
+    """A metric on the experiment, named by `name` and `type` (its id is `<name>::<type>`)."""
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    type: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+    direction: Direction | None = None
+    hypothesizedValue: Number | None = None
+
+
+class ExperimentLink(RequestModel):
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
+    title: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        scheme, sep, rest = value.partition("://")
+        if not sep or not scheme.isalpha() or not rest:
+            raise ValueError("must be an absolute URL such as https://example.com/doc")
+        return value
+
+
+class ExternalEvent(RequestModel):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    timestamp: int = Field(ge=0, description="Milliseconds since the epoch.")
+
+
+class BayesianPrior(RequestModel):
+    metric: MetricRef
+    priorMean: Number
+    priorStdDev: Positive
+
+
+class SprtGroupSetting(RequestModel):
+    groupKey: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
+        description="A group of the experiment, by id or name."
+    )
+    mde: Positive | None = None
+    mean: Number | None = None
+    stdDev: Positive | None = None
+
+
+class SprtMDESetting(RequestModel):
+    metricKey: Annotated[str, StringConstraints(min_length=1, max_length=300)] = Field(
+        description="A primary or secondary metric of the experiment, as `<name>::<type>`."
+    )
+    groupSettings: list[SprtGroupSetting] = Field(default_factory=list, max_length=100)
+
+
+class PreComputedUserDimension(RequestModel):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    propertySource: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class StratifiedMetric(RequestModel):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    startDate: ShortText
+    endDate: ShortText
+    type: ShortText | None = None
+
+
+class EntityPropertySourceRef(RequestModel):
+    propertySourceName: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    column: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class StratifiedCsv(RequestModel):
+    original: Annotated[str, StringConstraints(max_length=100_000)]
+    identifier: ShortText
+
+
+class StratifiedSampling(RequestModel):
+    status: Literal["pending", "success", "error"]
+    metric: StratifiedMetric | None = None
+    entityPropertySource: EntityPropertySourceRef | None = None
+    csv: StratifiedCsv | None = None
+    useStratifiedSalt: bool | None = None
+    useUnits: bool | None = None
+    deltaReduction: Number | None = None
+    spreadReduction: Number | None = None
+
+
+class AssignmentSourceFilter(RequestModel):
+    condition: FilterCondition
+    column: ShortText | None = None
+    values: list[Annotated[str, StringConstraints(max_length=1000)]] | None = Field(None, max_length=1000)
+
+
+class ManualQualityScore(RequestModel):
+    """A quality criterion of this experiment's own, or a new weight for a default one."""
+
+    criteriaName: Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(_not_blank)]
+    status: CheckStatus
+    criteriaDescription: Annotated[str, StringConstraints(max_length=1000)]
+    score: Percent = Field(description="Percent of the criterion earned: 0 to 100.")
+    weight: Weight = Field(description="At least 0; 0 removes the criterion. Weights are renormalised.")
+
+
+class SummarySection(RequestModel):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    content: LongText | None = None
+
+
+class InlineTargetingRule(RuleFields):
+    """An inline targeting rule: who may enter the experiment."""
+
+    returnValue: dict[str, Any] | None = None
+
+
+# --- request bodies ------------------------------------------------------------------------------------
+
+# Fields whose type is "... or null" in the contract (plus two that may be cleared with null).
+NULLABLE_FIELDS = frozenset(
+    {
+        "secondaryIDType",
+        "identityResolutionSource",
+        "creatorID",
+        "creatorEmail",
+        "team",
+        "teamID",
+        "layerID",
+        "targetingGateID",
+        "launchedGroupID",
+        "decisionReason",
+        "isAnalysisOnly",
+        "allocationDuration",
+        "scheduledReloadHour",
+        "scheduledReloadDays",
+    }
+)
+CLEARABLE_FIELDS = frozenset(
+    {"controlGroupID", "stratifiedSampling", "reviewSettings", "inlineTargetingRulesJSON"}
+)
+
+
+class _ExperimentFields(PatchModel):
+    """Every writable field; a field left out is not set. `null` only where a field allows it."""
+
+    NULLABLE: ClassVar[frozenset[str]] = NULLABLE_FIELDS | CLEARABLE_FIELDS
+
+    name: ExperimentName | None = None
+    description: Description | None = None
+    idType: IdType | None = None
+    secondaryIDType: IdType | None = None
+    identifierMappingMode: IdentifierMappingMode | None = None
+    identityResolutionSource: ShortText | None = None
+    hypothesis: LongText | None = None
+    links: list[ExperimentLink] | None = Field(None, max_length=100)
+    externalEvents: list[ExternalEvent] | None = Field(None, max_length=1000)
+    externalExperimentName: ShortText | None = None
+    groups: list[ExperimentGroupIn] | None = Field(
+        None, min_length=2, max_length=100, description="2 to 100 groups whose sizes sum to 100."
+    )
+    controlGroupID: GroupId | None = None
+    allocation: Percent | None = None
+    userBuckets: list[Bucket] | None = Field(None, max_length=1000)
+    primaryMetricTags: list[Tag] | None = Field(None, max_length=100)
+    secondaryMetricTags: list[Tag] | None = Field(None, max_length=100)
+    primaryMetrics: list[ExperimentMetricIn] | None = Field(None, max_length=100)
+    secondaryMetrics: list[ExperimentMetricIn] | None = Field(None, max_length=100)
+    otherMetrics: list[ExperimentMetricIn] | None = Field(None, max_length=100)
+    targetApps: StrList | None = None
+    tags: list[Tag] | None = Field(None, max_length=100)
+    holdoutIDs: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] | None = Field(
+        None, max_length=100
+    )
+    duration: OverOne | None = Field(None, description="Planned length in days; more than 1.")
+    targetExposures: OverOne | None = None
+    targetingGateID: Annotated[str, StringConstraints(max_length=100)] | None = Field(
+        None, description="A gate id, or empty / null for none."
+    )
+    sequentialTesting: bool | None = None
+    bonferroniCorrection: bool | None = None
+    bonferroniCorrectionPerMetric: bool | None = None
+    benjaminiHochbergPerVariant: bool | None = None
+    benjaminiHochbergPerMetric: bool | None = None
+    benjaminiPrimaryMetricsOnly: bool | None = None
+    defaultConfidenceInterval: ConfidenceInterval | None = None
+    defaultRollupWindow: RollupWindow | None = None
+    defaultChanceToBeatThreshold: Percent | None = None
+    bayesianPriors: list[BayesianPrior] | None = Field(None, max_length=100)
+    manualQualityScores: list[ManualQualityScore] | None = Field(None, max_length=10)
+    status: ExperimentStatus | None = Field(
+        None, description="Restates the current status; lifecycle endpoints change it."
+    )
+    launchedGroupID: GroupId | None = None
+    decisionReason: LongText | None = None
+    assignmentSourceName: ShortText | None = None
+    assignmentSourceExperimentName: ShortText | None = None
+    assignmentSourceFilters: list[AssignmentSourceFilter] | None = Field(None, max_length=100)
+    creatorID: ShortText | None = None
+    creatorEmail: Annotated[str, StringConstraints(max_length=320)] | None = None
+    isAnalysisOnly: bool | None = None
+    team: ShortText | None = None
+    teamID: ShortText | None = None
+    allocationDuration: OverOne | None = None
+    cohortedAnalysisDuration: OverOne | None = None
+    cohortedMetricsMatureAfterEnd: bool | None = None
+    cohortWaitUntilEndToInclude: bool | None = None
+    fixedAnalysisDuration: OverOne | None = None
+    scheduledReloadHour: Hour | None = None
+    scheduledReloadType: ReloadType | None = None
+    scheduledReloadDays: list[Weekday] | None = Field(None, max_length=7)
+    turboMode: bool | None = None
+    analysisEndTime: ShortText | None = None
+    analyticsType: AnalyticsType | None = None
+    defaultSPRTPowerParam: PowerPercent | None = None
+    defaultSPRTMDE: Positive | None = None
+    sprtBaselineMode: SprtBaselineMode | None = None
+    sprtMDESettings: list[SprtMDESetting] | None = Field(None, max_length=300)
+    isSidecar: bool | None = None
+    experimentType: ExperimentType | None = None
+    subtype: ShortText | None = None
+    enabledNonProdEnvironments: (
+        list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] | None
+    ) = Field(None, max_length=100)
+    cureCovariates: list[MetricRef] | None = Field(None, max_length=100)
+    preComputedUserDimensions: list[PreComputedUserDimension] | None = Field(None, max_length=100)
+    stratifiedSampling: StratifiedSampling | None = None
+    layerID: Annotated[str, StringConstraints(max_length=100)] | None = None
+    inlineTargetingRules: list[InlineTargetingRule] | None = Field(None, max_length=100)
+    inlineTargetingRulesJSON: Annotated[str, StringConstraints(max_length=200_000)] | None = Field(
+        None, description="The inline targeting rules as JSON text (an array of rules); `{}` or `` for none."
+    )
+    owner: OwnerIn | None = None
+    reviewSettings: ReviewSettingsIn | None = None
+    summarySections: list[SummarySection] | None = Field(None, max_length=100)
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str | None) -> str | None:
+        return None if value is None else _not_blank(value)
+
+
+class ExperimentCreate(_ExperimentFields):
+    """POST /experiments: only `name` is required; `id` defaults to the name in lower case with
+    spaces as underscores. A new experiment is in `setup`."""
+
+    name: ExperimentName
+    id: ExperimentId | None = None
+
+
+class _ExperimentChanges(_ExperimentFields):
+    version: int | None = Field(
+        None, ge=1, description="Optimistic lock: the version this change is based on."
+    )
+
+
+class ExperimentUpdate(_ExperimentChanges):
+    """POST /experiments/{id}: a full update. The peer's full-update body requires `description`,
+    `idType`, `hypothesis`, `groups`, `allocation`, `targetingGateID` (null allowed),
+    `bonferroniCorrection`, `defaultConfidenceInterval` and `status`; other fields left out keep
+    their value."""
+
+    description: Description
+    idType: IdType
+    hypothesis: LongText
+    groups: list[ExperimentGroupIn] = Field(min_length=2, max_length=100)
+    allocation: Percent
+    targetingGateID: Annotated[str, StringConstraints(max_length=100)] | None
+    bonferroniCorrection: bool
+    defaultConfidenceInterval: ConfidenceInterval
+    status: ExperimentStatus
+
+
+class ExperimentPatch(_ExperimentChanges):
+    """PATCH /experiments/{id}: only the fields sent change."""
+
+
+# --- lifecycle bodies ---------------------------------------------------------------------------------
+
+
+class ExperimentStartBody(RequestModel):
+    analysisStartTime: ShortText | None = Field(None, description="Analysis-only experiments (warehouse).")
+    analysisEndTime: ShortText | None = Field(None, description="Analysis-only experiments (warehouse).")
+
+
+class MakeDecisionBody(RequestModel):
+    id: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
+        description="The id of the group to launch."
+    )
+    decisionReason: LongText
+    removeTargeting: bool = Field(False, description="Launch to everyone: drop the targeting gate and rules.")
+
+
+class AbandonBody(RequestModel):
+    decisionReason: LongText
+
+
+class ExperimentArchiveBody(RequestModel):
+    archiveReason: Annotated[str, StringConstraints(max_length=1000)] | None = None
+
+
+class RestartAsNewBody(RequestModel):
+    name: ExperimentName
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str) -> str:
+        return _not_blank(value)
+
+
+class ScheduleStartBody(RequestModel):
+    scheduledTime: Number = Field(
+        description="When to start, in whole milliseconds since the epoch: in the future, within a year."
+    )
+
+
+class GroupNamesBody(RequestModel):
+    group_names: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] = Field(
+        min_length=1, max_length=100
+    )
+
+
+# --- list query -----------------------------------------------------------------------------------------
+
+
+def _day(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        if len(value) != 10:
+            raise ValueError
+        dt.date.fromisoformat(value)
+    except ValueError:
+        raise ValueError("must be a date as YYYY-MM-DD") from None
+    return value
+
+
+class ExperimentListQuery(PageQuery):
+    layerID: str | None = None
+    idType: list[str] | None = Field(None, description="Any of these id types (comma-separated).")
+    teamID: str | None = None
+    status: list[ExperimentStatus] | None = Field(
+        None, description="Any of these statuses. Archived experiments are listed only when asked for."
+    )
+    targetAppID: str | None = None
+    createdStartDate: str | None = Field(None, description="Created on or after this UTC day (YYYY-MM-DD).")
+    createdEndDate: str | None = Field(None, description="Created on or before this UTC day (YYYY-MM-DD).")
+    creatorName: str | None = None
+    creatorID: str | None = None
+    tags: list[str] | None = Field(None, description="Experiments carrying any of these tags.")
+    isStale: QueryBool = Field(False, description="`true`: only stale experiments; `false`: all.")
+    experimentType: list[ExperimentType] | None = None
+
+    @field_validator("createdStartDate", "createdEndDate")
+    @classmethod
+    def _dates(cls, value: str | None) -> str | None:
+        return _day(value)
+
+
+# --- cross-field checks ----------------------------------------------------------------------------------
+
+METRIC_LISTS = ("primaryMetrics", "secondaryMetrics", "otherMetrics")
+SIZE_TOLERANCE = 1e-6
+
+
+def metric_key(metric: dict[str, Any]) -> str:
+    return f"{metric['name']}::{metric['type']}"
+
+
+def _error(field: str, message: str) -> dict[str, str]:
+    return {"field": field, "message": message}
+
+
+def _group_errors(doc: dict[str, Any]) -> list[dict[str, str]]:
+    groups = doc.get("groups") or []
+    errors: list[dict[str, str]] = []
+    if len(groups) < 2:
+        errors.append(_error("groups", "an experiment needs at least 2 groups"))
+    total = math.fsum(g["size"] for g in groups)
+    if groups and abs(total - 100) > SIZE_TOLERANCE:
+        errors.append(_error("groups", f"group sizes must sum to 100 (they sum to {total:g})"))
+    names: dict[str, int] = {}
+    ids: dict[str, int] = {}
+    for index, group in enumerate(groups):
+        folded = group["name"].strip().casefold()
+        if folded in names:
+            errors.append(
+                _error(
+                    f"groups[{index}].name", f"repeats the name of groups[{names[folded]}]: names are unique"
+                )
+            )
+        names.setdefault(folded, index)
+        if group["id"] in ids:
+            errors.append(
+                _error(f"groups[{index}].id", f"repeats the id of groups[{ids[group['id']]}]: ids are unique")
+            )
+        ids.setdefault(group["id"], index)
+    control = doc.get("controlGroupID")
+    if control is not None and control not in ids:
+        errors.append(_error("controlGroupID", f"names no group of the experiment ({control!r})"))
+    launched = doc.get("launchedGroupID")
+    if launched is not None and launched not in ids:
+        errors.append(_error("launchedGroupID", f"names no group of the experiment ({launched!r})"))
+    return errors
+
+
+def _metric_errors(doc: dict[str, Any]) -> list[dict[str, str]]:
+    errors: list[dict[str, str]] = []
+    seen: dict[str, str] = {}
+    for field in METRIC_LISTS:
+        for index, metric in enumerate(doc.get(field) or []):
+            key = metric_key(metric)
+            where = f"{field}[{index}]"
+            if key in seen:
+                errors.append(_error(where, f"metric {key!r} is listed already as {seen[key]}"))
+            else:
+                seen[key] = where
+    return errors
+
+
+def _sprt_errors(doc: dict[str, Any]) -> list[dict[str, str]]:
+    errors: list[dict[str, str]] = []
+    settings = doc.get("sprtMDESettings") or []
+    analysed = {
+        metric_key(m): m for field in ("primaryMetrics", "secondaryMetrics") for m in doc.get(field) or []
+    }
+    group_keys = {g["id"] for g in doc.get("groups") or []} | {g["name"] for g in doc.get("groups") or []}
+    by_metric: dict[str, tuple[int, dict[str, Any]]] = {}
+    for index, setting in enumerate(settings):
+        key = setting["metricKey"]
+        if key not in analysed:
+            errors.append(
+                _error(f"sprtMDESettings[{index}].metricKey", f"{key!r} is not a primary or secondary metric")
+            )
+        elif key in by_metric:
+            errors.append(_error(f"sprtMDESettings[{index}].metricKey", f"{key!r} has settings already"))
+        by_metric.setdefault(key, (index, setting))
+        for g_index, group in enumerate(setting.get("groupSettings") or []):
+            if group["groupKey"] not in group_keys:
+                errors.append(
+                    _error(
+                        f"sprtMDESettings[{index}].groupSettings[{g_index}].groupKey",
+                        f"names no group of the experiment ({group['groupKey']!r})",
+                    )
+                )
+    if doc.get("analyticsType") != "sprt":
+        return errors
+    mode = doc.get("sprtBaselineMode")
+    if mode is None:
+        errors.append(_error("sprtBaselineMode", "is required when analyticsType is 'sprt'"))
+        return errors
+    default_mde = doc.get("defaultSPRTMDE")
+    for key in analysed:
+        index, setting = by_metric.get(key, (None, None))
+        groups = (setting or {}).get("groupSettings") or []
+        if not groups:
+            if mode == "manual":
+                errors.append(
+                    _error("sprtMDESettings", f"metric {key!r} needs mde, mean and stdDev in manual mode")
+                )
+            elif default_mde is None:
+                errors.append(
+                    _error("sprtMDESettings", f"metric {key!r} needs an mde (or set defaultSPRTMDE)")
+                )
+            continue
+        for g_index, group in enumerate(groups):
+            where = f"sprtMDESettings[{index}].groupSettings[{g_index}]"
+            if group.get("mde") is None and default_mde is None:
+                errors.append(_error(f"{where}.mde", f"is required for {key!r} (or set defaultSPRTMDE)"))
+            if mode == "manual":
+                for name in ("mean", "stdDev"):
+                    if group.get(name) is None:
+                        errors.append(_error(f"{where}.{name}", f"is required for {key!r} in manual mode"))
+    return errors
+
+
+def design_errors(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """What is wrong with an experiment as it would be stored: each error names its field."""
+    return [*_group_errors(doc), *_metric_errors(doc), *_sprt_errors(doc), *_quality_errors(doc)]
+
+
+def _quality_errors(doc: dict[str, Any]) -> list[dict[str, str]]:
+    errors: list[dict[str, str]] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(doc.get("manualQualityScores") or []):
+        name = entry["criteriaName"]
+        if name in seen:
+            errors.append(
+                _error(
+                    f"manualQualityScores[{index}].criteriaName",
+                    f"repeats manualQualityScores[{seen[name]}] ({name!r})",
+                )
+            )
+        seen.setdefault(name, index)
+    return errors
+
+
+# --- responses --------------------------------------------------------------------------------------------
+
+
+class ExperimentGroup(ResponseModel):
+    name: str
+    id: str
+    size: Number
+    parameterValues: dict[str, Any]
+    description: str
+    disabled: bool
+    highlighted: bool
+    foreignGroupID: str | None = None
+
+
+class QualityCriterion(ResponseModel):
+    criterion: str
+    status: str
+    passingDescription: str
+    score: Number
+    weight: Number
+
+
+class QualityScore(ResponseModel):
+    score: Number
+    breakdown: list[QualityCriterion]
+
+
+class HealthCheck(ResponseModel):
+    name: str
+    description: str
+    status: str
+    type: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Experiment(ResponseModel):
+    id: str
+    name: str
+    description: str
+    idType: str
+    secondaryIDType: str | None
+    identifierMappingMode: IdentifierMappingMode | None = None
+    identityResolutionSource: str | None
+    lastModifierID: str | None
+    lastModifierName: str | None
+    lastModifierEmail: str | None
+    lastModifiedTime: int
+    createdTime: int
+    creatorID: str | None
+    creatorEmail: str | None
+    creatorName: str
+    tags: list[str]
+    targetApps: list[str]
+    holdoutIDs: list[str]
+    team: str | None
+    teamID: str | None
+    version: int
+    permalink: str
+    owner: Owner
+    isStale: bool
+    links: list[dict[str, Any]]
+    externalEvents: list[dict[str, Any]]
+    externalExperimentName: str | None = None
+    hypothesis: str
+    groups: list[ExperimentGroup]
+    controlGroupID: str | None = None
+    allocation: Number
+    userBuckets: list[Number]
+    layerID: str | None
+    targetingGateID: str | None
+    launchedGroupID: str | None
+    duration: int
+    targetExposures: int | None = None
+    startTime: int | None
+    endTime: int | None
+    decisionTime: int | None
+    decisionReason: str | None
+    scheduledStartTime: int | None = Field(None, description="Set by schedule_start until the start happens.")
+    status: ExperimentStatus
+    experimentType: ExperimentType
+    subtype: str | None = None
+    isSidecar: bool
+    isAnalysisOnly: bool | None
+    enabledNonProdEnvironments: list[str]
+    inlineTargetingRulesJSON: str
+    inlineTargetingRules: list[RuleOut]
+    primaryMetrics: list[dict[str, Any]]
+    secondaryMetrics: list[dict[str, Any]]
+    otherMetrics: list[dict[str, Any]]
+    primaryMetricTags: list[str]
+    secondaryMetricTags: list[str]
+    sequentialTesting: bool
+    bonferroniCorrection: bool
+    bonferroniCorrectionPerMetric: bool
+    benjaminiHochbergPerVariant: bool
+    benjaminiHochbergPerMetric: bool
+    benjaminiPrimaryMetricsOnly: bool
+    defaultConfidenceInterval: ConfidenceInterval
+    defaultRollupWindow: int
+    defaultChanceToBeatThreshold: Number | None = None
+    bayesianPriors: list[dict[str, Any]]
+    analyticsType: AnalyticsType
+    defaultSPRTPowerParam: Number | None = None
+    defaultSPRTMDE: Number | None = None
+    sprtBaselineMode: SprtBaselineMode | None = None
+    sprtMDESettings: list[dict[str, Any]]
+    cureCovariates: list[dict[str, Any]]
+    preComputedUserDimensions: list[dict[str, Any]]
+    stratifiedSampling: dict[str, Any] | None = None
+    assignmentSourceName: str | None = None
+    assignmentSourceExperimentName: str | None = None
+    assignmentSourceFilters: list[dict[str, Any]]
+    allocationDuration: int | None
+    cohortedAnalysisDuration: int | None = None
+    cohortedMetricsMatureAfterEnd: bool
+    cohortWaitUntilEndToInclude: bool
+    fixedAnalysisDuration: int | None = None
+    scheduledReloadHour: int | None
+    scheduledReloadType: ReloadType | None = None
+    scheduledReloadDays: list[int] | None
+    turboMode: bool
+    analysisEndTime: str | None = None
+    manualQualityScores: list[dict[str, Any]]
+    qualityScore: QualityScore
+    summarySections: list[dict[str, Any]]
+    reviewSettings: ReviewSettings
+    activeReview: dict[str, Any] | None = None
+    healthCheckStatus: str
+    healthChecks: list[HealthCheck]
+
+
+class ExperimentEnvelope(ResponseModel):
+    message: str
+    data: Experiment
+
+
+class ExperimentListEnvelope(ResponseModel):
+    message: str
+    data: list[Experiment]
+    pagination: Pagination
