@@ -1,0 +1,103 @@
+"""Layers: /console/v1/layers. Parse, call the service, wrap in the envelope."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from expconsole.api.app import build
+from expconsole.api.docs import responses
+from expconsole.api.envelope import listed, ok
+from expconsole.api.pagination import PageQuery
+from expconsole.models.common import Message
+from expconsole.models.layers import (
+    LayerCreate,
+    LayerEnvelope,
+    LayerListEnvelope,
+    LayerListQuery,
+    LayerPatch,
+    LayerUpdate,
+)
+from expconsole.models.list_envelopes import AnyListEnvelope
+from expconsole.services import layers
+
+router = APIGatewayHttpRouter()
+BASE = "/console/v1/layers"
+ONE = f"{BASE}/<id>"
+TAGS = ["Layers"]
+
+
+def _where() -> tuple[str, str]:
+    event = router.current_event
+    return event.raw_path, event.raw_query_string
+
+
+def _updated(layer: dict[str, Any]) -> dict[str, Any]:
+    return ok("Layer updated successfully.", layer)
+
+
+@router.post(
+    BASE, tags=TAGS, summary="Create a layer", responses=responses(201, LayerEnvelope, "Created", 409)
+)
+def create_layer(body: LayerCreate) -> tuple[dict[str, Any], int]:
+    return ok("Layer created successfully.", layers.create(body)), 201
+
+
+@router.get(
+    BASE, tags=TAGS, summary="List layers", responses=responses(200, LayerListEnvelope, "A page of layers")
+)
+def list_layers(query: Annotated[LayerListQuery, Query()]) -> dict[str, Any]:
+    data, pagination = layers.list_layers(query, *_where())
+    return listed("Layers listed successfully.", data, pagination)
+
+
+@router.get(ONE, tags=TAGS, summary="Read a layer", responses=responses(200, LayerEnvelope, "The layer", 404))
+def get_layer(id: str) -> dict[str, Any]:
+    return ok("Layer read successfully.", layers.get(id))
+
+
+@router.post(
+    ONE,
+    tags=TAGS,
+    summary="Fully update a layer",
+    responses=responses(200, LayerEnvelope, "Updated", 404, 409),
+)
+def update_layer(id: str, body: LayerUpdate) -> dict[str, Any]:
+    return _updated(layers.full_update(id, body))
+
+
+@router.patch(
+    ONE,
+    tags=TAGS,
+    summary="Partially update a layer",
+    responses=responses(200, LayerEnvelope, "Updated", 404, 409),
+)
+def patch_layer(id: str, body: LayerPatch) -> dict[str, Any]:
+    return _updated(layers.patch(id, body))
+
+
+@router.delete(
+    ONE,
+    tags=TAGS,
+    summary="Delete a layer no experiment or holdout uses",
+    responses=responses(200, Message, "Deleted", 404, 409),
+)
+def delete_layer(id: str) -> dict[str, Any]:
+    layers.delete(id)
+    return {"message": "Layer deleted successfully."}
+
+
+@router.get(
+    f"{ONE}/experiments",
+    tags=TAGS,
+    summary="Experiments placed in the layer",
+    responses=responses(200, AnyListEnvelope, "The layer's experiments", 404),
+)
+def list_layer_experiments(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+    data, pagination = layers.experiments(id, query.page, query.limit, *_where())
+    return listed("Experiments listed successfully.", data, pagination)
+
+
+app, lambda_handler = build(router, key_kind="console")

@@ -1,0 +1,87 @@
+"""Prompts (AI configs): /console/v1/prompts. Parse, call the service, wrap in the envelope."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from expconsole.api.app import build
+from expconsole.api.docs import responses
+from expconsole.api.envelope import listed, ok
+from expconsole.models.common import ArchiveBody, UnarchiveBody
+from expconsole.models.prompts import (
+    PromptCreate,
+    PromptEnvelope,
+    PromptListEnvelope,
+    PromptListQuery,
+    PromptPatch,
+)
+from expconsole.services import prompts
+
+router = APIGatewayHttpRouter()
+BASE = "/console/v1/prompts"
+ONE = f"{BASE}/<id>"
+TAGS = ["Prompts"]
+
+
+def _where() -> tuple[str, str]:
+    event = router.current_event
+    return event.raw_path, event.raw_query_string
+
+
+@router.get(
+    BASE, tags=TAGS, summary="List prompts", responses=responses(200, PromptListEnvelope, "A page of prompts")
+)
+def list_prompts(query: Annotated[PromptListQuery, Query()]) -> dict[str, Any]:
+    data, pagination = prompts.list_prompts(query, *_where())
+    return listed("Prompts listed successfully.", data, pagination)
+
+
+@router.post(
+    BASE, tags=TAGS, summary="Create a prompt", responses=responses(201, PromptEnvelope, "Created", 409)
+)
+def create_prompt(body: PromptCreate) -> tuple[dict[str, Any], int]:
+    return ok("Prompt created successfully.", prompts.create(body)), 201
+
+
+@router.get(
+    ONE, tags=TAGS, summary="Read a prompt", responses=responses(200, PromptEnvelope, "The prompt", 404)
+)
+def get_prompt(id: str) -> dict[str, Any]:
+    return ok("Prompt read successfully.", prompts.get(id))
+
+
+@router.patch(
+    ONE,
+    tags=TAGS,
+    summary="Change a prompt's description, targetApps, team or teamID",
+    responses=responses(200, PromptEnvelope, "Updated", 404, 409),
+)
+def patch_prompt(id: str, body: PromptPatch) -> dict[str, Any]:
+    return ok("Prompt updated successfully.", prompts.patch(id, body))
+
+
+@router.put(
+    f"{ONE}/archive",
+    tags=TAGS,
+    summary="Archive a prompt",
+    responses=responses(200, PromptEnvelope, "Archived", 404, 409),
+)
+def archive_prompt(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+    body = body or ArchiveBody()
+    return ok("Prompt archived successfully.", prompts.archive(id, body.archiveReason))
+
+
+@router.put(
+    f"{ONE}/unarchive",
+    tags=TAGS,
+    summary="Unarchive a prompt",
+    responses=responses(200, PromptEnvelope, "Unarchived", 404, 409),
+)
+def unarchive_prompt(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]:
+    return ok("Prompt unarchived successfully.", prompts.unarchive(id))
+
+
+app, lambda_handler = build(router, key_kind="console")

@@ -1,0 +1,110 @@
+"""Release pipelines: /console/v1/release_pipelines. Parse, call the service, wrap in the envelope."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from expconsole.api.app import build
+from expconsole.api.docs import responses
+from expconsole.api.envelope import listed, ok
+from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
+from expconsole.models.release_pipelines import (
+    PipelineCreate,
+    PipelineEnvelope,
+    PipelineListEnvelope,
+    PipelineListQuery,
+    PipelineUpdate,
+)
+from expconsole.services import release_pipelines as pipelines
+
+router = APIGatewayHttpRouter()
+BASE = "/console/v1/release_pipelines"
+ONE = f"{BASE}/<id>"
+TAGS = ["Release pipelines"]
+
+
+def _where() -> tuple[str, str]:
+    event = router.current_event
+    return event.raw_path, event.raw_query_string
+
+
+@router.get(
+    BASE,
+    tags=TAGS,
+    summary="List release pipelines",
+    responses=responses(200, PipelineListEnvelope, "A page of pipelines"),
+)
+def list_pipelines(query: Annotated[PipelineListQuery, Query()]) -> dict[str, Any]:
+    data, pagination = pipelines.list_pipelines(query, *_where())
+    return listed("Release pipelines listed successfully.", data, pagination)
+
+
+@router.post(
+    BASE,
+    tags=TAGS,
+    summary="Create a release pipeline",
+    responses=responses(201, PipelineEnvelope, "Created", 409),
+)
+def create_pipeline(body: PipelineCreate) -> tuple[dict[str, Any], int]:
+    return ok("Release pipeline created successfully.", pipelines.create(body)), 201
+
+
+@router.get(
+    ONE,
+    tags=TAGS,
+    summary="Read a release pipeline",
+    responses=responses(200, PipelineEnvelope, "The pipeline", 404),
+)
+def get_pipeline(id: str) -> dict[str, Any]:
+    return ok("Release pipeline read successfully.", pipelines.get(id))
+
+
+@router.post(
+    ONE,
+    tags=TAGS,
+    summary="Update a release pipeline (its phases are replaced)",
+    responses=responses(200, PipelineEnvelope, "Updated", 404, 409),
+)
+def update_pipeline(id: str, body: PipelineUpdate) -> dict[str, Any]:
+    return ok("Release pipeline updated successfully.", pipelines.update(id, body))
+
+
+@router.delete(
+    ONE,
+    tags=TAGS,
+    summary="Delete a release pipeline no gate or dynamic config uses",
+    responses=responses(200, Message, "Deleted", 404, 409),
+)
+def delete_pipeline(id: str) -> dict[str, Any]:
+    pipelines.delete(id)
+    return {"message": "Release pipeline deleted successfully."}
+
+
+@router.put(
+    f"{ONE}/archive",
+    tags=TAGS,
+    summary="Archive a release pipeline",
+    responses=responses(200, PipelineEnvelope, "Archived", 404, 409),
+)
+def archive_pipeline(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+    body = body or ArchiveBody()
+    return ok(
+        "Release pipeline archived successfully.",
+        pipelines.archive(id, body.forceArchive, body.archiveReason),
+    )
+
+
+@router.put(
+    f"{ONE}/unarchive",
+    tags=TAGS,
+    summary="Unarchive a release pipeline",
+    responses=responses(200, PipelineEnvelope, "Unarchived", 404, 409),
+)
+def unarchive_pipeline(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]:
+    return ok("Release pipeline unarchived successfully.", pipelines.unarchive(id))
+
+
+app, lambda_handler = build(router, key_kind="console")

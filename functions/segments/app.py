@@ -1,0 +1,125 @@
+"""Segments: /console/v1/segments. Parse, call the service, wrap in the envelope."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from expconsole.api.app import build
+from expconsole.api.docs import responses
+from expconsole.api.envelope import listed, ok
+from expconsole.api.pagination import PageQuery
+from expconsole.models.common import ArchiveBody, Message
+from expconsole.models.segments import (
+    IdListEnvelope,
+    SegmentCreate,
+    SegmentEnvelope,
+    SegmentIds,
+    SegmentListEnvelope,
+    SegmentListQuery,
+    SegmentRules,
+)
+from expconsole.services import segments
+
+router = APIGatewayHttpRouter()
+BASE = "/console/v1/segments"
+ONE = f"{BASE}/<id>"
+TAGS = ["Segments"]
+
+
+def _where() -> tuple[str, str]:
+    event = router.current_event
+    return event.raw_path, event.raw_query_string
+
+
+@router.get(
+    BASE,
+    tags=TAGS,
+    summary="List segments",
+    responses=responses(200, SegmentListEnvelope, "A page of segments"),
+)
+def list_segments(query: Annotated[SegmentListQuery, Query()]) -> dict[str, Any]:
+    data, pagination = segments.list_segments(query, *_where())
+    return listed("Segments listed successfully.", data, pagination)
+
+
+@router.post(
+    BASE, tags=TAGS, summary="Create a segment", responses=responses(201, SegmentEnvelope, "Created", 409)
+)
+def create_segment(body: SegmentCreate) -> tuple[dict[str, Any], int]:
+    return ok("Segment created successfully.", segments.create(body)), 201
+
+
+@router.get(
+    ONE, tags=TAGS, summary="Read a segment", responses=responses(200, SegmentEnvelope, "The segment", 404)
+)
+def get_segment(id: str) -> dict[str, Any]:
+    return ok("Segment read successfully.", segments.get(id))
+
+
+@router.delete(
+    ONE,
+    tags=TAGS,
+    summary="Delete a segment no condition names (its ids too)",
+    responses=responses(200, Message, "Deleted", 404, 409),
+)
+def delete_segment(id: str) -> dict[str, Any]:
+    segments.delete(id)
+    return {"message": "Segment deleted successfully."}
+
+
+@router.put(
+    f"{ONE}/archive",
+    tags=TAGS,
+    summary="Archive a segment",
+    responses=responses(200, SegmentEnvelope, "Archived", 404, 409),
+)
+def archive_segment(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+    body = body or ArchiveBody()
+    return ok("Segment archived successfully.", segments.archive(id, body.forceArchive, body.archiveReason))
+
+
+@router.post(
+    f"{ONE}/conditional",
+    tags=TAGS,
+    summary="Set a rule_based segment's rules (an array of rules)",
+    responses=responses(200, SegmentEnvelope, "Rules set", 404, 409),
+)
+def set_rules(id: str, body: SegmentRules) -> dict[str, Any]:
+    return ok("Segment rules updated successfully.", segments.set_rules(id, body.root))
+
+
+@router.get(
+    f"{ONE}/id_list",
+    tags=TAGS,
+    summary="Read an id_list segment's ids, a page at a time",
+    responses=responses(200, IdListEnvelope, "A page of ids", 404),
+)
+def get_ids(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+    data, pagination = segments.get_ids(id, query.page, query.limit, *_where())
+    return {"message": "Segment ids read successfully.", "data": data, "pagination": pagination}
+
+
+@router.patch(
+    f"{ONE}/id_list",
+    tags=TAGS,
+    summary="Add 1 to 1000 ids to an id_list segment",
+    responses=responses(200, SegmentEnvelope, "Ids added", 404, 409),
+)
+def add_ids(id: str, body: SegmentIds) -> dict[str, Any]:
+    return ok("IDs successfully added to Segment ID List.", segments.add_ids(id, body.ids))
+
+
+@router.delete(
+    f"{ONE}/id_list",
+    tags=TAGS,
+    summary="Remove 1 to 1000 ids from an id_list segment",
+    responses=responses(200, SegmentEnvelope, "Ids removed", 404, 409),
+)
+def remove_ids(id: str, body: SegmentIds) -> dict[str, Any]:
+    return ok("IDs successfully removed from Segment ID List.", segments.remove_ids(id, body.ids))
+
+
+app, lambda_handler = build(router, key_kind="console")

@@ -1,0 +1,306 @@
+"""Dynamic configs: request bodies, the list query and the response shape.
+
+A dynamic config is a gate whose rules return values: rules reuse the gate's `RuleFields` and
+`RulePatch` and add `returnValue` / `returnValueJson5` and `variants`. Values and schema are
+checked by the service (`expconsole.services.json_values`), which needs JSON5 and JSON Schema;
+these models check only their shape, so validating a request stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, field_validator
+
+from expconsole.api.pagination import PageQuery, Pagination
+from expconsole.models.base import (
+    Description,
+    EntityName,
+    Number,
+    PatchModel,
+    QueryBool,
+    RequestModel,
+    ResponseModel,
+    Tag,
+)
+from expconsole.models.common import Owner, OwnerIn
+from expconsole.models.rules import RuleFields, RuleOut, RulePatch, _percentage
+
+MAX_TEXT_CHARS = 100_000  # kept equal to json_values.MAX_TEXT_CHARS (not imported: it is lazy)
+MAX_RULES = 500
+MAX_VARIANTS = 100
+
+ConfigId = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=100, pattern=r"^[a-zA-Z0-9_\-.]*$"),
+    Field(description="3 to 100 characters: letters, digits, underscore, hyphen, period."),
+]
+ConfigStatus = Literal["Enabled", "Disabled", "Archived"]
+Rate = Literal["0", "100", "INBETWEEN"]
+JsonObject = Annotated[dict[str, Any], Field(description="A JSON object.")]
+Json5Text = Annotated[
+    str,
+    Field(
+        max_length=MAX_TEXT_CHARS, description="JSON5 text (comments allowed), at most 100,000 characters."
+    ),
+]
+SchemaText = Annotated[
+    str,
+    Field(
+        max_length=MAX_TEXT_CHARS,
+        description="A JSON Schema as JSON text (dialect from `$schema`, default 2020-12), "
+        "at most 100,000 characters.",
+    ),
+]
+SchemaJson5Text = Annotated[
+    str,
+    Field(
+        max_length=MAX_TEXT_CHARS,
+        description="The same schema as JSON5 text (comments allowed); must denote the same "
+        "schema as `schema` when both are sent.",
+    ),
+]
+
+
+def _app_names(value: object) -> object:
+    """`targetApps` as one string (`"web,ios"`) or a list of names: stored as a list."""
+    if isinstance(value, str):
+        return [name.strip() for name in value.split(",") if name.strip()]
+    return value
+
+
+def _no_comma(name: str) -> str:
+    if "," in name:
+        raise ValueError(
+            "an app name cannot contain a comma (targetApps is answered as one comma-separated string)"
+        )
+    return name
+
+
+AppName = Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(_no_comma)]
+TargetApps = Annotated[
+    list[AppName],
+    BeforeValidator(_app_names),
+    Field(description="App names: a comma-separated string or an array; answered as one string."),
+]
+
+
+class Variant(RequestModel):
+    """A split of a rule's passing units, each variant returning its own value."""
+
+    name: str = Field(min_length=1, max_length=100)
+    passPercentage: Number = Field(description="0 to 100, at most two decimals; a rule's sum to 100.")
+    id: str | None = Field(None, description="Returned on stored variants; send it back to keep it.")
+    returnValue: JsonObject | None = None
+    returnValueJson5: Json5Text | None = None
+
+    @field_validator("passPercentage")
+    @classmethod
+    def _pass_percentage(cls, value: Number) -> Number:
+        return _percentage(value)
+
+
+def _check_variants(variants: list[Variant] | None) -> list[Variant] | None:
+    if not variants:
+        return variants
+    seen: set[str] = set()
+    for variant in variants:
+        if variant.name in seen:
+            raise ValueError(f"variant names must be unique; {variant.name!r} appears twice")
+        seen.add(variant.name)
+    # Percentages have at most two decimals, so hundredths add up exactly.
+    hundredths = sum(round(v.passPercentage * 100) for v in variants)
+    if abs(hundredths - 10_000) > 1:
+        raise ValueError(
+            f"the variants' passPercentage must sum to 100 (within 0.01); they sum to {hundredths / 100:g}"
+        )
+    return variants
+
+
+VARIANTS_DESCRIPTION = (
+    "Variants of the rule's passing units: unique names, passPercentage summing to 100 "
+    "(within 0.01); `[]` removes them."
+)
+
+
+class DynamicConfigRule(RuleFields):
+    """A rule with the value it returns (or the variants it splits into)."""
+
+    returnValue: JsonObject | None = Field(None, description="The value served to units that pass.")
+    returnValueJson5: Json5Text | None = None
+    variants: list[Variant] | None = Field(None, max_length=MAX_VARIANTS, description=VARIANTS_DESCRIPTION)
+
+    @field_validator("variants")
+    @classmethod
+    def _variants(cls, value: list[Variant] | None) -> list[Variant] | None:
+        return _check_variants(value)
+
+
+class DynamicConfigRulePatch(RulePatch):
+    """A partial rule update: only the fields sent change (matched by `id` in PATCH /rules)."""
+
+    returnValue: JsonObject | None = None
+    returnValueJson5: Json5Text | None = None
+    variants: list[Variant] | None = Field(None, max_length=MAX_VARIANTS, description=VARIANTS_DESCRIPTION)
+
+    @field_validator("variants")
+    @classmethod
+    def _variants(cls, value: list[Variant] | None) -> list[Variant] | None:
+        return _check_variants(value)
+
+
+class DynamicConfigCreate(RequestModel):
+    name: EntityName
+    id: ConfigId | None = None
+    description: Description = ""
+    isEnabled: bool = True
+    rules: list[DynamicConfigRule] = Field(default_factory=list, max_length=MAX_RULES)
+    defaultValue: JsonObject | None = Field(None, description="Served when no rule applies; `{}` if unset.")
+    defaultValueJson5: Json5Text | None = None
+    schema_: SchemaText | None = Field(None, alias="schema")
+    schemaJson5: SchemaJson5Text | None = None
+    idType: str = Field("userID", min_length=1, max_length=100)
+    tags: list[Tag] = Field(default_factory=list)
+    targetApps: TargetApps = Field(default_factory=list)
+    creatorID: str | None = None
+    creatorEmail: str | None = None
+    owner: OwnerIn | None = None
+    team: str | None = None
+    teamID: str | None = None
+    releasePipelineID: str | None = Field(None, description="An existing release pipeline.")
+    isTemplate: bool = Field(False, description="Templates are listed only with `isTemplate=true`.")
+
+
+class _ConfigChanges(PatchModel):
+    """Fields an update may change; `version`, when sent, must be the stored one (else 409)."""
+
+    NULLABLE = frozenset({"team", "teamID", "releasePipelineID", "schema_", "schemaJson5"})
+
+    name: EntityName | None = None
+    isEnabled: bool | None = None
+    description: Description | None = None
+    rules: list[DynamicConfigRule] | None = Field(None, max_length=MAX_RULES)
+    defaultValue: JsonObject | None = None
+    defaultValueJson5: Json5Text | None = None
+    schema_: SchemaText | None = Field(None, alias="schema", description="`null` removes the schema.")
+    schemaJson5: SchemaJson5Text | None = None
+    idType: str | None = Field(None, min_length=1, max_length=100)
+    tags: list[Tag] | None = None
+    targetApps: TargetApps | None = None
+    creatorID: str | None = None
+    creatorEmail: str | None = None
+    owner: OwnerIn | None = None
+    team: str | None = None
+    teamID: str | None = None
+    releasePipelineID: str | None = None
+    version: int | None = Field(
+        None, ge=1, description="Optimistic lock: the version this change is based on."
+    )
+
+
+class DynamicConfigUpdate(_ConfigChanges):
+    """Full update (POST /dynamic_configs/{id}): `isEnabled`, `description` and `rules` are required."""
+
+    isEnabled: bool
+    description: Description
+    rules: list[DynamicConfigRule] = Field(max_length=MAX_RULES)
+
+
+class DynamicConfigPatch(_ConfigChanges):
+    """Partial update (PATCH /dynamic_configs/{id}): only the fields sent change."""
+
+
+class DynamicConfigRulesAdd(RequestModel):
+    rules: list[DynamicConfigRule] = Field(min_length=1, max_length=MAX_RULES)
+
+
+class DynamicConfigRulesUpdate(RequestModel):
+    rules: list[DynamicConfigRulePatch] = Field(min_length=1, max_length=MAX_RULES)
+
+
+class DynamicConfigListQuery(PageQuery):
+    idType: list[str] | None = Field(None, description="Any of these id types (comma-separated).")
+    rolloutRate: list[Rate] | None = Field(None, description="As for gates, over the config's rules.")
+    releasePipelineID: str | None = None
+    teamID: str | None = None
+    targetAppID: str | None = None
+    includeArchived: QueryBool = False
+    isTemplate: QueryBool | None = Field(
+        None, description="`true`: only templates; `false` or absent: only configs that are not templates."
+    )
+    creatorName: str | None = None
+    creatorID: str | None = None
+    tags: list[str] | None = Field(None, description="Configs carrying any of these tags.")
+
+
+class VariantOut(ResponseModel):
+    id: str
+    name: str
+    passPercentage: Number
+    returnValue: dict[str, Any]
+    returnValueJson5: str
+
+
+class DynamicConfigRuleOut(RuleOut):
+    returnValue: dict[str, Any]
+    returnValueJson5: str
+    variants: list[VariantOut] | None = None
+
+
+class DynamicConfig(ResponseModel):
+    id: str
+    name: str
+    description: str
+    idType: str
+    isEnabled: bool
+    status: ConfigStatus
+    rules: list[DynamicConfigRuleOut]
+    defaultValue: dict[str, Any]
+    defaultValueJson5: str
+    schema_: str | None = Field(None, alias="schema", description="Left out when the config has none.")
+    schemaJson5: str | None = None
+    releasePipelineID: str | None = None
+    isTemplate: bool
+    checksPerHour: Number
+    tags: list[str]
+    targetApps: str = Field(description="App names, comma-separated.")
+    holdoutIDs: list[str]
+    team: str | None = None
+    teamID: str | None = None
+    owner: Owner
+    version: int
+    permalink: str
+    creatorID: str | None
+    creatorName: str
+    creatorEmail: str | None
+    createdTime: int
+    lastModifierID: str | None
+    lastModifierName: str | None
+    lastModifierEmail: str | None
+    lastModifiedTime: int
+
+
+class DynamicConfigEnvelope(ResponseModel):
+    message: str
+    data: DynamicConfig
+
+
+class DynamicConfigListEnvelope(ResponseModel):
+    message: str
+    data: list[DynamicConfig]
+    pagination: Pagination
+
+
+class RulesOfConfig(ResponseModel):
+    rules: list[DynamicConfigRuleOut]
+
+
+class DynamicConfigRulesEnvelope(ResponseModel):
+    message: str
+    data: list[RulesOfConfig]
+    pagination: Pagination
+
+
+class DynamicConfigRuleEnvelope(ResponseModel):
+    message: str
+    data: DynamicConfigRuleOut

@@ -1,0 +1,169 @@
+"""Layers: request bodies, the list queries and the response shape (the peer's layer DTO).
+
+A layer splits its units into 1000 buckets (0 to 999); experiments placed in it (`layerID`)
+take disjoint sets of them (`expconsole.services.layers`). Its `parameters` are typed values
+whose defaults the layer's experiments override.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator
+
+from expconsole.api.pagination import PageQuery, Pagination
+from expconsole.models.base import (
+    Description,
+    PatchModel,
+    RequestModel,
+    ResponseModel,
+    StrList,
+    Tag,
+)
+from expconsole.models.common import Owner, OwnerIn
+
+MAX_PARAMETERS = 100
+
+LayerId = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=100, pattern=r"^[a-zA-Z0-9_\-]*$"),
+    Field(description="3 to 100 characters: letters, digits, underscore, hyphen."),
+]
+LayerName = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=100, pattern=r"^[a-zA-Z0-9_\- ]*$"),
+    Field(description="3 to 100 characters: letters, digits, underscore, hyphen, space."),
+]
+IdType = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+ShortText = Annotated[str, StringConstraints(max_length=200)]
+ParameterType = Literal["string", "number", "boolean", "object", "array"]
+
+_PYTHON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+class LayerParameter(RequestModel):
+    """A parameter of the layer: its name, its type and a default of that type."""
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+    type: ParameterType
+    defaultValue: Any = Field(description="A value of `type`.")
+
+    @field_validator("defaultValue")
+    @classmethod
+    def _matches_type(cls, value: Any, info: ValidationInfo) -> Any:
+        kind = info.data.get("type")
+        if kind is None:
+            return value  # the type itself is wrong: that error names `type`
+        ok = isinstance(value, _PYTHON_TYPES[kind])
+        if kind == "number" and isinstance(value, bool):
+            ok = False
+        if not ok:
+            raise ValueError(f"must be a value of the parameter's type ({kind})")
+        return value
+
+
+Parameters = Annotated[
+    list[LayerParameter],
+    Field(max_length=MAX_PARAMETERS, description="At most 100 parameters with distinct names."),
+]
+
+
+class LayerCreate(RequestModel):
+    """POST /layers: `name` and `idType` are required (as in the peer); `id` defaults to the name
+    in lower case with spaces as underscores."""
+
+    name: LayerName
+    id: LayerId | None = None
+    idType: IdType
+    description: Description = ""
+    parameters: Parameters = Field(default_factory=list)
+    targetApps: StrList = Field(default_factory=list)
+    tags: list[Tag] = Field(default_factory=list, max_length=100)
+    team: ShortText | None = None
+    teamID: ShortText | None = None
+    creatorID: ShortText | None = None
+    creatorEmail: Annotated[str, StringConstraints(max_length=320)] | None = None
+    owner: OwnerIn | None = None
+
+
+class _LayerChanges(PatchModel):
+    """Fields an update may change; `version`, when sent, must be the stored one (else 409)."""
+
+    NULLABLE = frozenset({"team", "teamID"})
+
+    name: LayerName | None = None
+    description: Description | None = None
+    idType: IdType | None = None
+    parameters: Parameters | None = None
+    targetApps: StrList | None = None
+    tags: list[Tag] | None = Field(None, max_length=100)
+    team: ShortText | None = None
+    teamID: ShortText | None = None
+    owner: OwnerIn | None = None
+    version: int | None = Field(
+        None, ge=1, description="Optimistic lock: the version this change is based on."
+    )
+
+
+class LayerUpdate(_LayerChanges):
+    """Full update (POST /layers/{id}): `description` and `parameters` are required, as in the
+    peer; other fields left out keep their value."""
+
+    description: Description
+    parameters: Parameters
+
+
+class LayerPatch(_LayerChanges):
+    """Partial update (PATCH /layers/{id}): only the fields sent change."""
+
+
+class LayerListQuery(PageQuery):
+    """`limit` and `page`, as the peer's list of layers takes them."""
+
+
+class ParameterOut(ResponseModel):
+    name: str
+    type: ParameterType
+    defaultValue: Any
+
+
+class Layer(ResponseModel):
+    id: str
+    name: str
+    description: str
+    idType: str
+    isImplicitLayer: bool
+    parameters: list[ParameterOut]
+    targetApps: list[str]
+    tags: list[str]
+    holdoutIDs: list[str] = Field(description="Holdouts listing this layer in their layerIDs.")
+    team: str | None
+    teamID: str | None
+    owner: Owner
+    version: int
+    permalink: str
+    creatorID: str | None
+    creatorName: str
+    creatorEmail: str | None
+    createdTime: int
+    lastModifierID: str | None
+    lastModifierName: str | None
+    lastModifierEmail: str | None
+    lastModifiedTime: int
+
+
+class LayerEnvelope(ResponseModel):
+    message: str
+    data: Layer
+
+
+class LayerListEnvelope(ResponseModel):
+    message: str
+    data: list[Layer]
+    pagination: Pagination

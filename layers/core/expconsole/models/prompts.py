@@ -1,0 +1,86 @@
+"""Prompts (AI configs): request bodies, the list query and the response shape.
+
+`name` and `displayName` have 3 to 100 characters (letters, digits, underscore, hyphen,
+period, space) and `description` at most 1000. A PATCH changes only `description`,
+`targetApps`, `team` and `teamID`; any other field is a 400 naming it.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from expconsole.api.pagination import PageQuery, Pagination
+from expconsole.models.base import (
+    Description,
+    EntityName,
+    PatchModel,
+    QueryBool,
+    RequestModel,
+    ResponseModel,
+    StrList,
+    Tag,
+)
+from expconsole.models.common import Owner, OwnerIn
+
+
+class PromptCreate(RequestModel):
+    name: EntityName
+    displayName: EntityName | None = Field(None, description="Same rule as `name`; defaults to it.")
+    description: Description = ""
+    targetApps: StrList = Field(default_factory=list, description="Target app names (one or a list).")
+    team: str | None = None
+    teamID: str | None = None
+    tags: list[Tag] = Field(default_factory=list)
+    creatorID: str | None = None
+    creatorEmail: str | None = None
+    owner: OwnerIn | None = None
+
+
+class PromptPatch(PatchModel):
+    """PATCH /prompts/{id}: only these fields; `team` and `teamID` may be null to clear them."""
+
+    NULLABLE = frozenset({"team", "teamID"})
+
+    description: Description | None = None
+    targetApps: StrList | None = None
+    team: str | None = None
+    teamID: str | None = None
+
+
+class PromptListQuery(PageQuery):
+    includeArchived: QueryBool = Field(False, description="Include archived prompts.")
+
+
+class Prompt(ResponseModel):
+    id: str
+    name: str
+    displayName: str
+    description: str
+    idType: str
+    creatorID: str | None
+    creatorName: str
+    creatorEmail: str | None
+    createdTime: int
+    lastModifierID: str | None
+    lastModifierName: str | None
+    lastModifierEmail: str | None
+    lastModifiedTime: int
+    tags: list[str]
+    targetApps: list[str]
+    holdoutIDs: list[str]
+    team: str | None
+    teamID: str | None
+    owner: Owner
+    version: int
+    isArchived: bool
+
+
+class PromptEnvelope(ResponseModel):
+    message: str
+    data: Prompt
+
+
+class PromptListEnvelope(ResponseModel):
+    message: str
+    data: list[Prompt]
+    pagination: Pagination

@@ -1,0 +1,117 @@
+"""Release pipelines: request bodies, the list query and the response shape.
+
+A pipeline is a name and an ordered list of phases; each phase waits `timeIntervalMs` (an
+integer >= 0) after the previous one, may require a review, and carries rules `{id, name,
+conditions, environments}` whose conditions are the shared `Condition` model. Phase and rule
+ids are assigned by the service and kept across updates when sent back, as gate rule ids are.
+
+Limits the contract leaves open (chosen here): a pipeline or phase name has 1 to 100
+characters and is not blank; at most 100 phases, 500 rules a phase (as gates), 100 conditions
+a rule (the shared rule limit).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, StringConstraints
+
+from expconsole.api.pagination import PageQuery, Pagination
+from expconsole.models.base import PatchModel, QueryBool, RequestModel, ResponseModel
+from expconsole.models.rules import Condition, ConditionOut
+
+MAX_PHASES = 100
+MAX_RULES_PER_PHASE = 500
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+Name = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=100),
+    AfterValidator(_not_blank),
+    Field(description="1 to 100 characters, not blank."),
+]
+
+
+class PipelineRule(RequestModel):
+    """A phase rule: who the phase rolls out to. No pass percentage: the phase decides when."""
+
+    id: str | None = Field(None, description="Returned on stored rules; send it back to keep the id.")
+    name: Name
+    conditions: list[Condition] = Field(max_length=100, description="All must hold; empty means everyone.")
+    environments: list[str] | None = Field(None, description="Null: every environment.")
+
+
+class Phase(RequestModel):
+    id: str | None = Field(None, description="Returned on stored phases; send it back to keep the id.")
+    name: Name
+    timeIntervalMs: int = Field(ge=0, description="Milliseconds to wait before this phase starts (>= 0).")
+    requiredReview: bool = Field(description="Whether the phase waits for a review before it proceeds.")
+    rules: list[PipelineRule] = Field(max_length=MAX_RULES_PER_PHASE)
+
+
+class PipelineCreate(RequestModel):
+    name: Name
+    phases: list[Phase] = Field(
+        default_factory=list, max_length=MAX_PHASES, description="Executed in this order."
+    )
+
+
+class PipelineUpdate(PatchModel):
+    """Full update (POST /release_pipelines/{id}): `phases` replaces the phases; `name` is kept
+    when left out. `version`, when sent, must be the stored one (else 409)."""
+
+    name: Name | None = None
+    phases: list[Phase] = Field(max_length=MAX_PHASES, description="Executed in this order.")
+    version: int | None = Field(
+        None, ge=1, description="Optimistic lock: the version this change is based on."
+    )
+
+
+class PipelineListQuery(PageQuery):
+    includeArchived: QueryBool = Field(False, description="Include archived pipelines.")
+
+
+class PipelineRuleOut(ResponseModel):
+    id: str
+    name: str
+    conditions: list[ConditionOut]
+    environments: list[str] | None
+
+
+class PhaseOut(ResponseModel):
+    id: str
+    name: str
+    timeIntervalMs: int
+    requiredReview: bool
+    rules: list[PipelineRuleOut]
+
+
+class ReleasePipeline(ResponseModel):
+    id: str
+    name: str
+    phases: list[PhaseOut]
+    creatorID: str | None
+    creatorName: str
+    createdTime: int
+    lastModifierID: str | None
+    lastModifierName: str | None
+    lastModifiedTime: int
+    version: int
+    isArchived: bool
+
+
+class PipelineEnvelope(ResponseModel):
+    message: str
+    data: ReleasePipeline
+
+
+class PipelineListEnvelope(ResponseModel):
+    message: str
+    data: list[ReleasePipeline]
+    pagination: Pagination

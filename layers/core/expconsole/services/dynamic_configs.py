@@ -1,0 +1,565 @@
+"""Dynamic configs: gates whose rules return JSON values.
+
+Create, read, list, full and partial update, delete, enable/disable, archive/unarchive, rules
+and versions work as they do for gates (`services.gates`); rules are stored top-level in the
+document (`rules[].conditions`), where the gates' reference lists look for them.
+
+Rules chosen where the contract is silent (see also `json_values` for the value rules):
+
+- `status` is derived on every read: `Archived` when archived, else `Enabled` when
+  `isEnabled`, else `Disabled`. Archive is soft and keeps `isEnabled`; unarchive restores the
+  status the config had. Any change to an archived config other than unarchive and delete is a
+  400 (unarchive it first), as for gates. Archiving an archived config, or unarchiving one that
+  is not archived, is a 400.
+- `forceArchive` and `archiveReason` are accepted as for gates. Nothing in the console refers
+  to a dynamic config (experiments, gates, holdouts and pipelines name gates, not configs), so
+  no reference can block an archive or a delete and `forceArchive` has nothing to override.
+- Values: `defaultValue` and each rule's and variant's `returnValue` are JSON objects, each
+  also answered as JSON5 text (`...Json5`). Either or both may be sent; both must denote the
+  same value. JSON5 text sent is kept as sent (comments and all); text for a value sent only as
+  an object is generated. A config created without a default has `{}`; a new rule or variant
+  without a value returns `{}`. A rule or variant sent back with its `id` and without a value
+  keeps its stored value (and a rule its variants when `variants` is left out), so changing a
+  rule's percentage cannot drop its value by accident; `variants: []` removes the variants.
+- `schema` / `schemaJson5`: a JSON Schema; `schema` is answered as compact JSON, `schemaJson5`
+  as sent (generated when only `schema` was sent). With a schema, every value (the default,
+  each rule's and each variant's `returnValue`) must validate, whenever the schema or a value
+  changes: a violation is a 400 naming the value's path (`rules[1].returnValue.timeout: 5 is
+  not of type 'string'`). Paths index the request body where the values were sent in it, the
+  stored rules otherwise (a schema change re-validating stored values). `null` for both removes
+  the schema.
+- Variants: unique names, `passPercentage` (0 to 100, two decimals) summing to 100 within
+  0.01, at most 100; ids are assigned by the service (a variant sent with an id must be one of
+  that rule's variants, as a rule sent with an id must be one of the config's rules).
+- `releasePipelineID` must name an existing release pipeline; conditions `passes_gate` /
+  `fails_gate` an existing gate, `passes_segment` / `fails_segment` an existing segment.
+- Templates (`isTemplate: true`, set at creation) are left out of the list unless asked for
+  with `isTemplate=true`, which lists only templates.
+- `targetApps` is accepted as an array or a comma-separated string and answered as one
+  comma-separated string (the contract types it as a string); `schema`, `schemaJson5`,
+  `releasePipelineID`, `team` and `teamID` are left out of answers when unset.
+- `GET /rules` answers as the peer does: `data: [{rules: [...]}]` with pagination.
+- Size: each JSON5 or schema text is at most 100,000 characters (400); a config is at most
+  350,000 bytes as stored (a DynamoDB item holds 400 KB), and a request carrying more JSON5 and
+  schema text than that is refused before any of it is parsed (413).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from expconsole import kinds
+from expconsole.api.errors import BadRequest, NotFound, PayloadTooLarge
+from expconsole.api.pagination import DEFAULT_LIMIT, paginate
+from expconsole.models.dynamic_configs import (
+    DynamicConfigCreate,
+    DynamicConfigListQuery,
+    DynamicConfigPatch,
+    DynamicConfigRule,
+    DynamicConfigRulePatch,
+    DynamicConfigUpdate,
+)
+from expconsole.services import entities, json_values
+from expconsole.services.entities import Doc
+from expconsole.store import dynamo
+
+KIND = kinds.DYNAMIC_CONFIG
+MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
+# Answered only when set (the contract types them as plain strings, not "or null").
+OPTIONAL_FIELDS = ("schema", "schemaJson5", "releasePipelineID", "team", "teamID")
+VALUE_KEYS = ("returnValue", "returnValueJson5", "variants")
+_UNSENT = object()
+# As in services.gates (not imported from there: it would load the gate models on cold start).
+GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
+SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
+
+
+# --- derived fields ---------------------------------------------------------------------------
+
+
+def status_of(doc: Doc) -> str:
+    if doc.get("_state", {}).get("archived"):
+        return "Archived"
+    return "Enabled" if doc["isEnabled"] else "Disabled"
+
+
+def present(doc: Doc) -> Doc:
+    """The config as the API returns it: stored fields plus the derived ones."""
+    out = entities.public(doc)
+    for key in OPTIONAL_FIELDS:
+        if out.get(key) is None:
+            out.pop(key, None)
+    out["targetApps"] = ",".join(doc.get("targetApps") or [])
+    out.update(status=status_of(doc), permalink=entities.permalink(KIND, doc["id"]))
+    return out
+
+
+# --- values and rules ---------------------------------------------------------------------------
+
+
+def _prefix(where: str) -> str:
+    return f"{where}." if where else ""
+
+
+def _value(data: Doc, existing: Doc | None, where: str) -> tuple[dict[str, Any], str]:
+    """A rule's or variant's value from what was sent; else the stored one; else `{}`."""
+    p = _prefix(where)
+    resolved = json_values.resolve_object(
+        data.get("returnValue"), data.get("returnValueJson5"), f"{p}returnValue", f"{p}returnValueJson5"
+    )
+    if resolved is not None:
+        return resolved
+    if existing is not None:
+        return existing["returnValue"], existing["returnValueJson5"]
+    return {}, "{}"
+
+
+def _variants(sent: list[Doc] | None, existing_rule: Doc | None, where: str) -> list[Doc]:
+    stored: list[Doc] = (existing_rule or {}).get("variants") or []
+    if sent is None:
+        return stored
+    out: list[Doc] = []
+    seen: set[str] = set()
+    for index, variant in enumerate(sent):
+        vwhere = f"{_prefix(where)}variants[{index}]"
+        match = None
+        if variant.get("id") is not None:
+            match = next((v for v in stored if variant["id"] == v["id"]), None)
+            if match is None:
+                raise BadRequest.field(f"{vwhere}.id", f"no variant with id {variant['id']!r} on this rule")
+            if match["id"] in seen:
+                raise BadRequest.field(f"{vwhere}.id", f"variant {match['id']!r} appears twice")
+        variant_id = match["id"] if match else entities.new_id()
+        seen.add(variant_id)
+        value, text = _value(variant, match, vwhere)
+        out.append(
+            {
+                "id": variant_id,
+                "name": variant["name"],
+                "passPercentage": variant["passPercentage"],
+                "returnValue": value,
+                "returnValueJson5": text,
+            }
+        )
+    return out
+
+
+def _rule_doc(data: Doc, rule_id: str, base_id: str, existing: Doc | None, where: str) -> Doc:
+    out: Doc = {
+        "id": rule_id,
+        "baseID": base_id,
+        "name": data["name"],
+        "passPercentage": data["passPercentage"],
+        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
+        "environments": data.get("environments"),
+    }
+    for key in ("completedAutomatedRollouts", "pendingAutomatedRollouts"):
+        if data.get(key) is not None:
+            out[key] = data[key]
+    out["returnValue"], out["returnValueJson5"] = _value(data, existing, where)
+    variants = _variants(data.get("variants"), existing, where)
+    if variants:
+        out["variants"] = variants
+    return out
+
+
+def _find_rule(rules: list[Doc], rule_id: str) -> int | None:
+    for index, rule in enumerate(rules):
+        if rule_id in (rule["id"], rule.get("baseID")):
+            return index
+    return None
+
+
+def _stored_rules(given: Sequence[DynamicConfigRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
+    """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones."""
+    out: list[Doc] = []
+    seen: set[str] = set()
+    for index, rule in enumerate(given):
+        where = f"{field}[{index}]"
+        stored = None
+        if rule.id is not None:
+            found = _find_rule(existing, rule.id)
+            if found is None:
+                raise BadRequest.field(f"{where}.id", f"no rule with id {rule.id!r} on this dynamic config")
+            stored = existing[found]
+            rule_id, base_id = stored["id"], stored["baseID"]
+        else:
+            rule_id = entities.new_id()
+            base_id = rule_id
+        if rule_id in seen:
+            raise BadRequest.field(f"{where}.id", f"rule {rule_id!r} appears twice")
+        seen.add(rule_id)
+        out.append(_rule_doc(rule.model_dump(mode="json"), rule_id, base_id, stored, where))
+    return out
+
+
+def _check_references(placed: Iterable[tuple[str, Doc]]) -> None:
+    """Gate and segment conditions must name existing entities."""
+    for where, rule in placed:
+        for c_index, cond in enumerate(rule["conditions"]):
+            field = f"{_prefix(where)}conditions[{c_index}].targetValue"
+            if cond["type"] in GATE_REFERENCE_TYPES:
+                entities.require_exists(kinds.GATE, cond["targetValue"], field)
+            elif cond["type"] in SEGMENT_REFERENCE_TYPES:
+                entities.require_exists(kinds.SEGMENT, cond["targetValue"], field)
+
+
+def _rule_sites(rule: Doc, where: str) -> Iterator[tuple[str, Any]]:
+    p = _prefix(where)
+    yield f"{p}returnValue", rule["returnValue"]
+    for index, variant in enumerate(rule.get("variants") or []):
+        yield f"{p}variants[{index}].returnValue", variant["returnValue"]
+
+
+def _all_sites(doc: Doc) -> Iterator[tuple[str, Any]]:
+    yield "defaultValue", doc["defaultValue"]
+    for index, rule in enumerate(doc["rules"]):
+        yield from _rule_sites(rule, f"rules[{index}]")
+
+
+def _validate(doc: Doc, sites: Iterable[tuple[str, Any]]) -> None:
+    """Values against the config's schema, if it has one."""
+    if doc.get("schema") is None:
+        return
+    validator = json_values.compile_schema(json.loads(doc["schema"]))
+    json_values.validate_all(validator, sites)
+
+
+def _rule_texts(rules: Iterable[DynamicConfigRule | DynamicConfigRulePatch] | None) -> Iterator[str | None]:
+    for rule in rules or []:
+        yield rule.returnValueJson5
+        for variant in rule.variants or []:
+            yield variant.returnValueJson5
+
+
+def _check_text_budget(texts: Iterable[str | None]) -> None:
+    """Refuse, before parsing any of it, more text than a stored config could hold."""
+    total = sum(len(text) for text in texts if text)
+    if total > MAX_STORED_BYTES:
+        raise PayloadTooLarge(
+            f"The request carries {total} characters of JSON5 and schema text; a dynamic config "
+            f"holds at most {MAX_STORED_BYTES} bytes as stored."
+        )
+
+
+def _check_size(doc: Doc) -> None:
+    size = len(json.dumps(doc, separators=(",", ":")).encode())  # as the store writes it
+    if size > MAX_STORED_BYTES:
+        raise PayloadTooLarge(
+            f"The dynamic config would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
+            "Shorten its values, schema or rules."
+        )
+
+
+def _resolve_schema(schema: Any, schema_json5: Any) -> tuple[str | None, str | None]:
+    """The stored `(schema, schemaJson5)` from what an update sent (`_UNSENT` when left out)."""
+    sent = {k: v for k, v in (("schema", schema), ("schemaJson5", schema_json5)) if v is not _UNSENT}
+    if all(v is None for v in sent.values()):
+        return None, None
+    if any(v is None for v in sent.values()):
+        nulled = next(k for k, v in sent.items() if v is None)
+        other = "schemaJson5" if nulled == "schema" else "schema"
+        raise BadRequest.field(
+            nulled, f"cannot be null while {other} sets a schema; send null for both to remove it"
+        )
+    resolved = json_values.resolve_schema(sent.get("schema"), sent.get("schemaJson5"))
+    assert resolved is not None
+    return resolved[1], resolved[2]
+
+
+# --- create, read, list ---------------------------------------------------------------------------
+
+
+def create(body: DynamicConfigCreate) -> Doc:
+    config_id = body.id or entities.id_from_name(body.name)
+    if not 3 <= len(config_id) <= 100:
+        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+    _check_text_budget([body.defaultValueJson5, body.schema_, body.schemaJson5, *_rule_texts(body.rules)])
+    default = json_values.resolve_object(
+        body.defaultValue, body.defaultValueJson5, "defaultValue", "defaultValueJson5"
+    ) or ({}, "{}")
+    resolved_schema = json_values.resolve_schema(body.schema_, body.schemaJson5)
+    schema, schema_json5 = resolved_schema[1:] if resolved_schema else (None, None)
+    rules = _stored_rules(body.rules, [])
+    _check_references((f"rules[{i}]", r) for i, r in enumerate(rules))
+    if body.releasePipelineID:
+        entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
+    doc: Doc = {
+        "id": config_id,
+        "name": body.name,
+        "description": body.description,
+        "idType": body.idType,
+        "isEnabled": body.isEnabled,
+        "rules": rules,
+        "defaultValue": default[0],
+        "defaultValueJson5": default[1],
+        "schema": schema,
+        "schemaJson5": schema_json5,
+        "releasePipelineID": body.releasePipelineID,
+        "isTemplate": body.isTemplate,
+        "checksPerHour": 0,
+        "tags": body.tags,
+        "targetApps": body.targetApps,
+        "holdoutIDs": [],
+        "team": body.team,
+        "teamID": body.teamID,
+        "owner": entities.owner_for(body.owner.model_dump(mode="json") if body.owner else None),
+        **entities.bookkeeping(body.creatorID, body.creatorEmail),
+        "_state": {"archived": False},
+    }
+    _validate(doc, _all_sites(doc))
+    _check_size(doc)
+    return present(entities.insert(KIND, config_id, doc))
+
+
+def get(config_id: str) -> Doc:
+    return present(entities.load(KIND, config_id))
+
+
+def _rollout_rate(rules: list[Doc]) -> str | None:
+    """The gates' rolloutRate (imported here: only this filter needs the gates service)."""
+    from expconsole.services.gates import rollout_rate
+
+    return rollout_rate(rules)
+
+
+def _matches(config: Doc, doc: Doc, q: DynamicConfigListQuery) -> bool:
+    checks = [
+        q.includeArchived or config["status"] != "Archived",
+        bool(doc.get("isTemplate")) == bool(q.isTemplate),
+        q.idType is None or config["idType"] in q.idType,
+        q.rolloutRate is None or _rollout_rate(doc["rules"]) in q.rolloutRate,
+        q.releasePipelineID is None or doc.get("releasePipelineID") == q.releasePipelineID,
+        q.teamID is None or doc.get("teamID") == q.teamID,
+        q.targetAppID is None or q.targetAppID in (doc.get("targetApps") or []),
+        q.creatorName is None or config["creatorName"] == q.creatorName,
+        q.creatorID is None or config["creatorID"] == q.creatorID,
+        q.tags is None or bool(set(q.tags) & set(config["tags"])),
+    ]
+    return all(checks)
+
+
+def list_configs(q: DynamicConfigListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+    matching = []
+    for doc in dynamo.list_all(KIND):
+        config = present(doc)
+        if _matches(config, doc, q):
+            matching.append(config)
+    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+
+
+def versions(
+    config_id: str, page: int, limit: int, path: str, raw_query: str
+) -> tuple[list[Doc], dict[str, Any]]:
+    snapshots = dynamo.versions(KIND, config_id)
+    if not snapshots:
+        entities.load(KIND, config_id)  # 404 when the config does not exist
+    return paginate([present(s) for s in snapshots], page=page, limit=limit, path=path, raw_query=raw_query)
+
+
+# --- updates -----------------------------------------------------------------------------------
+
+
+def _refuse_if_archived(doc: Doc) -> None:
+    if doc.get("_state", {}).get("archived"):
+        raise BadRequest(f"Dynamic config {doc['id']!r} is archived: unarchive it before changing it.")
+
+
+def _apply_changes(doc: Doc, changes: DynamicConfigPatch | DynamicConfigUpdate) -> None:
+    _refuse_if_archived(doc)
+    sent = changes.changes()
+    sent.pop("version", None)
+    _check_text_budget(
+        [changes.defaultValueJson5, changes.schema_, changes.schemaJson5, *_rule_texts(changes.rules)]
+    )
+    if "defaultValue" in sent or "defaultValueJson5" in sent:
+        resolved = json_values.resolve_object(
+            changes.defaultValue, changes.defaultValueJson5, "defaultValue", "defaultValueJson5"
+        )
+        assert resolved is not None
+        doc["defaultValue"], doc["defaultValueJson5"] = resolved
+        sent.pop("defaultValue", None)
+        sent.pop("defaultValueJson5", None)
+    if "schema_" in sent or "schemaJson5" in sent:
+        doc["schema"], doc["schemaJson5"] = _resolve_schema(
+            sent.pop("schema_", _UNSENT), sent.pop("schemaJson5", _UNSENT)
+        )
+    if "rules" in sent:
+        assert changes.rules is not None
+        doc["rules"] = _stored_rules(changes.rules, doc["rules"])
+        _check_references((f"rules[{i}]", r) for i, r in enumerate(doc["rules"]))
+        sent.pop("rules")
+    if sent.get("releasePipelineID"):
+        entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
+    if "owner" in sent:
+        sent["owner"] = entities.owner_for(sent["owner"])
+    doc.update(sent)
+    _validate(doc, _all_sites(doc))
+    _check_size(doc)
+
+
+def full_update(config_id: str, body: DynamicConfigUpdate) -> Doc:
+    return present(entities.update(KIND, config_id, lambda d: _apply_changes(d, body), body.version))
+
+
+def patch(config_id: str, body: DynamicConfigPatch) -> Doc:
+    return present(entities.update(KIND, config_id, lambda d: _apply_changes(d, body), body.version))
+
+
+def _set_enabled(doc: Doc, enabled: bool) -> None:
+    _refuse_if_archived(doc)
+    doc["isEnabled"] = enabled
+
+
+def enable(config_id: str) -> Doc:
+    return present(entities.update(KIND, config_id, lambda d: _set_enabled(d, True)))
+
+
+def disable(config_id: str) -> Doc:
+    return present(entities.update(KIND, config_id, lambda d: _set_enabled(d, False)))
+
+
+def archive(config_id: str, force: bool, reason: str | None) -> Doc:
+    """Archive (soft). `force` is accepted for the peer's sake: nothing refers to a config."""
+
+    def change(doc: Doc) -> None:
+        if doc["_state"].get("archived"):
+            raise BadRequest(f"Dynamic config {config_id!r} is already archived.")
+        doc["_state"] = {
+            **doc["_state"],
+            "archived": True,
+            "archiveReason": reason,
+            "forceArchive": force,
+            "archivedTime": entities.now_ms(),
+        }
+
+    return present(entities.update(KIND, config_id, change))
+
+
+def unarchive(config_id: str) -> Doc:
+    def change(doc: Doc) -> None:
+        if not doc["_state"].get("archived"):
+            raise BadRequest(f"Dynamic config {config_id!r} is not archived.")
+        doc["_state"] = {"archived": False}
+
+    return present(entities.update(KIND, config_id, change))
+
+
+def delete(config_id: str) -> None:
+    doc = entities.load(KIND, config_id)
+    entities.remove(KIND, config_id, doc)
+
+
+# --- rule endpoints ----------------------------------------------------------------------------
+
+
+def get_rules(config_id: str, path: str) -> tuple[list[Doc], dict[str, Any]]:
+    """The peer's shape: one item `{rules}` in a paginated list."""
+    rules = entities.load(KIND, config_id)["rules"]
+    return paginate([{"rules": rules}], page=1, limit=DEFAULT_LIMIT, path=path)
+
+
+def get_rule(config_id: str, rule_id: str) -> Doc:
+    rules = entities.load(KIND, config_id)["rules"]
+    found = _find_rule(rules, rule_id)
+    if found is None:
+        raise _rule_missing(config_id, rule_id)
+    return rules[found]
+
+
+def add_rules(config_id: str, rules: list[DynamicConfigRule], one: bool = False) -> Doc:
+    """Append rules; each gets a new id. `one`: the body is a single rule (POST /rule)."""
+
+    def where(index: int) -> str:
+        return "" if one else f"rules[{index}]"
+
+    for index, rule in enumerate(rules):
+        if rule.id is not None or rule.baseID is not None:
+            raise BadRequest.field(
+                f"{_prefix(where(index))}id", "new rules get their id from the service; leave it out"
+            )
+    _check_text_budget(_rule_texts(rules))
+
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        new = []
+        for index, rule in enumerate(rules):
+            rule_id = entities.new_id()
+            new.append(_rule_doc(rule.model_dump(mode="json"), rule_id, rule_id, None, where(index)))
+        placed = [(where(i), r) for i, r in enumerate(new)]
+        _check_references(placed)
+        _validate(doc, (site for w, r in placed for site in _rule_sites(r, w)))
+        doc["rules"] = doc["rules"] + new
+        _check_size(doc)
+
+    return present(entities.update(KIND, config_id, change))
+
+
+def _merge_rule(rule: Doc, update: DynamicConfigRulePatch, where: str) -> Doc:
+    sent = update.changes()
+    sent.pop("id", None)
+    sent.pop("baseID", None)
+    kept = {k: v for k, v in rule.items() if k not in VALUE_KEYS}
+    return _rule_doc({**kept, **sent}, rule["id"], rule["baseID"], rule, where)
+
+
+def update_rules(config_id: str, updates: list[DynamicConfigRulePatch]) -> Doc:
+    """Change the listed rules, matched by id; rules not listed stay as they are."""
+    _check_text_budget(_rule_texts(updates))
+
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        rules = list(doc["rules"])
+        placed = []
+        for index, update in enumerate(updates):
+            where = f"rules[{index}]"
+            if update.id is None:
+                raise BadRequest.field(f"{where}.id", "is required: it names the rule to update")
+            found = _find_rule(rules, update.id)
+            if found is None:
+                raise BadRequest.field(f"{where}.id", f"no rule with id {update.id!r} on this dynamic config")
+            rules[found] = _merge_rule(rules[found], update, where)
+            placed.append((where, rules[found]))
+        _check_references(placed)
+        _validate(doc, (site for w, r in placed for site in _rule_sites(r, w)))
+        doc["rules"] = rules
+        _check_size(doc)
+
+    return present(entities.update(KIND, config_id, change))
+
+
+def update_rule(config_id: str, rule_id: str, update: DynamicConfigRulePatch) -> Doc:
+    _check_text_budget(_rule_texts([update]))
+
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        found = _find_rule(doc["rules"], rule_id)
+        if found is None:
+            raise _rule_missing(config_id, rule_id)
+        if update.id is not None and _find_rule([doc["rules"][found]], update.id) is None:
+            raise BadRequest.field("id", f"names another rule than {rule_id!r}; leave it out")
+        rules = list(doc["rules"])
+        rules[found] = _merge_rule(rules[found], update, "")
+        _check_references([("", rules[found])])
+        _validate(doc, _rule_sites(rules[found], ""))
+        doc["rules"] = rules
+        _check_size(doc)
+
+    return present(entities.update(KIND, config_id, change))
+
+
+def delete_rule(config_id: str, rule_id: str) -> Doc:
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        found = _find_rule(doc["rules"], rule_id)
+        if found is None:
+            raise _rule_missing(config_id, rule_id)
+        doc["rules"] = [r for i, r in enumerate(doc["rules"]) if i != found]
+
+    return present(entities.update(KIND, config_id, change))
+
+
+def _rule_missing(config_id: str, rule_id: str) -> NotFound:
+    return NotFound(f"Dynamic config {config_id!r} has no rule {rule_id!r}.")

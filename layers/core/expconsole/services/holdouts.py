@@ -1,0 +1,396 @@
+"""Holdouts: create, read, list, update, delete, archive, and the holdout-experiment link.
+
+The link is stored on both sides, a holdout's `experimentIDs` and each experiment's
+`holdoutIDs`, and kept so that `h in e.holdoutIDs` exactly when `e in h.experimentIDs`:
+
+- Every write that changes the link, from either side, writes the holdout and every
+  experiment whose side changes in ONE DynamoDB transaction (`dynamo.write_many`), each item
+  conditional on the version this request read. A concurrent edit of any of them (another
+  link change, or an ordinary update of one of the experiments) cancels the whole transaction:
+  nothing changes. The request then re-reads everything and tries again, up to `ATTEMPTS`
+  times in all, and answers 409 if it keeps losing. With `version` in the body, a re-read that
+  finds another version is a 409 at once (the client's change was based on an older one).
+- Writes that do not touch the link (an experiment's description, say) are ordinary
+  conditional writes of one entity: they keep the link fields as read, and if a link change
+  landed in between, their version condition fails and they answer 409.
+- Experiment side (`expconsole.services.experiments`): creating an experiment with
+  `holdoutIDs`, or changing them in an update, goes through `insert_experiment` /
+  `update_experiment` below. Deleting an experiment that any holdout lists is a 409 (remove it
+  from the holdouts first); that check reads the experiment's own `holdoutIDs`, and the delete
+  is conditional on the version read, so a holdout adding it concurrently makes one of the two
+  fail.
+- Deleting a holdout first detaches its experiments (one transaction: the holdout at its next
+  version with no experiments, and each experiment without it), then deletes the holdout on
+  the condition that it is still at that version; a change in between (someone adding an
+  experiment again) makes it start over. The link is consistent after each step.
+- Archiving detaches the experiments in the same transaction that archives the holdout, so an
+  archived holdout holds no experiments (its last version before the archive, in the version
+  history, says which it held). Unarchive does not re-attach them. While archived, a holdout
+  cannot be changed (400) and no experiment can join it (400); it can be deleted.
+
+Rules where the contract is silent: references must exist (gates, layers, experiments, the
+targeting gate; an empty `targetingGateID` means none) and appear once per list; an archived
+experiment cannot join a holdout but can leave one; one request adds or removes at most 49
+experiments (49 + the holdout = the 50 entities one transaction holds), and a holdout holds at
+most 49, so that delete and archive can always detach them in one go. `passPercentage` is 0 to
+100 with at most two decimals (the issue's bound; the peer documents 0 to 10). Ids default to
+the name in lower case with spaces as underscores; a duplicate id is a 409.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from expconsole import config, context, kinds
+from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
+from expconsole.api.pagination import paginate
+from expconsole.models.holdouts import (
+    MAX_EXPERIMENTS,
+    HoldoutCreate,
+    HoldoutListQuery,
+    HoldoutPatch,
+    HoldoutUpdate,
+)
+from expconsole.services import entities
+from expconsole.services.entities import Doc
+from expconsole.store import dynamo
+
+KIND = kinds.HOLDOUT
+ATTEMPTS = 4
+MAX_TRANSACTION_BYTES = 4_000_000  # DynamoDB: 4 MB per transaction (each entity is written twice)
+
+Replace = tuple[str, str, Doc, int]
+
+
+# --- shared helpers -------------------------------------------------------------------------------
+
+
+def stamp(doc: Doc, current: Doc) -> Doc:
+    """Make `doc` the next version of `current`, modified now by the calling key."""
+    doc["version"] = int(current["version"]) + 1
+    doc["lastModifiedTime"] = max(entities.now_ms(), int(current["lastModifiedTime"]))
+    doc["lastModifierID"] = context.current().key_id
+    doc["lastModifierName"] = config.CREATOR_NAME
+    doc["lastModifierEmail"] = None
+    return doc
+
+
+def _linked(kind: str, current: Doc, field: str, values: list[str]) -> Replace:
+    """`current` with `field` set to `values`, as the next version, conditional on the one read."""
+    doc = stamp({**current, field: values}, current)
+    return (kind, current["id"], doc, int(current["version"]))
+
+
+def _no_repeats(values: Sequence[str], field: str) -> None:
+    seen: dict[str, int] = {}
+    for index, value in enumerate(values):
+        if value in seen:
+            raise BadRequest.field(f"{field}[{index}]", f"repeats {field}[{seen[value]}] ({value!r})")
+        seen[value] = index
+
+
+def _commit(creates: Sequence[tuple[str, str, Doc]], replaces: Sequence[Replace]) -> None:
+    """One all-or-nothing transaction; dynamo.StoreConflict when any version moved on."""
+    size = sum(2 * len(json.dumps(w[2], separators=(",", ":"))) for w in (*creates, *replaces))
+    if size > MAX_TRANSACTION_BYTES:
+        raise PayloadTooLarge(
+            f"The entities this change links would take {size} bytes in one transaction; at most "
+            f"{MAX_TRANSACTION_BYTES} fit. Link fewer experiments per request."
+        )
+    dynamo.write_many(creates, replaces)
+
+
+def _busy(kind: str, entity_id: str) -> Conflict:
+    return Conflict(
+        f"{kinds.LABEL[kind]} {entity_id!r} or an entity it links was changed by other requests "
+        f"{ATTEMPTS} times while this one was applied; nothing was changed. Read it again and retry."
+    )
+
+
+def _stale(kind: str, entity_id: str, sent: int, stored: int) -> Conflict:
+    return Conflict(
+        f"{kinds.LABEL[kind]} {entity_id!r} is at version {stored}, not {sent}: it was changed since "
+        "you read it; read it again and retry.",
+        [{"field": "version", "message": f"stale: the stored version is {stored}"}],
+    )
+
+
+def _too_many(field: str, count: int, what: str) -> BadRequest:
+    return BadRequest.field(
+        field,
+        f"would add or remove {count} {what} in one request; at most {MAX_EXPERIMENTS} change at once "
+        "(they change together with this entity in one transaction): split the change",
+    )
+
+
+# --- the link, holdout side ---------------------------------------------------------------------------
+
+
+def _experiment_writes(holdout_id: str, before: Iterable[str], after: Sequence[str]) -> list[Replace]:
+    """The experiment writes that make each experiment's `holdoutIDs` agree with the holdout's
+    `experimentIDs` going from `before` to `after`. Added experiments must exist and not be
+    archived (400 naming `experimentIDs[i]`)."""
+    before = list(before)
+    added = [(i, e) for i, e in enumerate(after) if e not in before]
+    removed = [e for e in before if e not in after]
+    if len(added) + len(removed) > MAX_EXPERIMENTS:
+        raise _too_many("experimentIDs", len(added) + len(removed), "experiments")
+    writes: list[Replace] = []
+    for index, exp_id in added:
+        field = f"experimentIDs[{index}]"
+        exp = dynamo.get(kinds.EXPERIMENT, exp_id)
+        if exp is None:
+            raise BadRequest.field(field, f"experiment {exp_id!r} does not exist")
+        if entities.is_archived(exp):
+            raise BadRequest.field(field, f"experiment {exp_id!r} is archived: unarchive it first")
+        ids = list(exp.get("holdoutIDs") or [])
+        if holdout_id not in ids:
+            writes.append(_linked(kinds.EXPERIMENT, exp, "holdoutIDs", [*ids, holdout_id]))
+    for exp_id in removed:
+        exp = dynamo.get(kinds.EXPERIMENT, exp_id)
+        ids = list((exp or {}).get("holdoutIDs") or [])
+        if exp is not None and holdout_id in ids:
+            writes.append(_linked(kinds.EXPERIMENT, exp, "holdoutIDs", [h for h in ids if h != holdout_id]))
+    return writes
+
+
+# --- the link, experiment side (hook of expconsole.services.experiments) -------------------------------
+
+
+def _holdout_writes(exp_id: str, before: Iterable[str], after: Sequence[str]) -> list[Replace]:
+    """The holdout writes that make each holdout's `experimentIDs` agree with the experiment's
+    `holdoutIDs` going from `before` to `after`. Added holdouts must exist and not be archived
+    (400 naming `holdoutIDs[i]`)."""
+    before = list(before)
+    _no_repeats(after, "holdoutIDs")
+    added = [(i, h) for i, h in enumerate(after) if h not in before]
+    removed = [h for h in before if h not in after]
+    if len(added) + len(removed) > MAX_EXPERIMENTS:
+        raise _too_many("holdoutIDs", len(added) + len(removed), "holdouts")
+    writes: list[Replace] = []
+    for index, holdout_id in added:
+        field = f"holdoutIDs[{index}]"
+        holdout = dynamo.get(KIND, holdout_id)
+        if holdout is None:
+            raise BadRequest.field(field, f"holdout {holdout_id!r} does not exist")
+        if entities.is_archived(holdout):
+            raise BadRequest.field(field, f"holdout {holdout_id!r} is archived: unarchive it first")
+        ids = list(holdout["experimentIDs"])
+        if exp_id not in ids:
+            if len(ids) >= MAX_EXPERIMENTS:
+                raise BadRequest.field(
+                    field, f"holdout {holdout_id!r} holds {len(ids)} experiments already, the most it may"
+                )
+            writes.append(_linked(KIND, holdout, "experimentIDs", [*ids, exp_id]))
+    for holdout_id in removed:
+        holdout = dynamo.get(KIND, holdout_id)
+        ids = list((holdout or {}).get("experimentIDs") or [])
+        if holdout is not None and exp_id in ids:
+            writes.append(_linked(KIND, holdout, "experimentIDs", [e for e in ids if e != exp_id]))
+    return writes
+
+
+def insert_experiment(doc: Doc) -> Doc:
+    """Create an experiment whose `holdoutIDs` are set, adding it to those holdouts atomically."""
+    exp_id = doc["id"]
+    for _attempt in range(ATTEMPTS):
+        writes = _holdout_writes(exp_id, [], doc.get("holdoutIDs") or [])
+        try:
+            _commit([(kinds.EXPERIMENT, exp_id, doc)], writes)
+            return doc
+        except dynamo.StoreConflict:
+            if dynamo.get(kinds.EXPERIMENT, exp_id) is not None:
+                raise Conflict(f"Experiment with id {exp_id!r} already exists.") from None
+    raise _busy(kinds.EXPERIMENT, exp_id)
+
+
+def update_experiment(exp_id: str, change: Callable[[Doc], None], expected_version: int | None) -> Doc:
+    """Apply `change` to the experiment as `entities.update` would, and make the holdouts it
+    joins or leaves (its `holdoutIDs` before and after) agree, all in one transaction."""
+    for _attempt in range(ATTEMPTS):
+        current = entities.load(kinds.EXPERIMENT, exp_id)
+        version = int(current["version"])
+        if expected_version is not None and expected_version != version:
+            raise _stale(kinds.EXPERIMENT, exp_id, expected_version, version)
+        doc = copy.deepcopy(current)
+        change(doc)
+        stamp(doc, current)
+        writes = _holdout_writes(exp_id, current.get("holdoutIDs") or [], doc.get("holdoutIDs") or [])
+        try:
+            _commit([], [(kinds.EXPERIMENT, exp_id, doc, version), *writes])
+            return doc
+        except dynamo.StoreConflict:
+            continue
+    raise _busy(kinds.EXPERIMENT, exp_id)
+
+
+# --- reading -----------------------------------------------------------------------------------------
+
+
+def present(doc: Doc) -> Doc:
+    """The holdout as the API returns it: stored fields plus `isArchived` and `permalink`."""
+    out = entities.public(doc)
+    out.update(isArchived=entities.is_archived(doc), permalink=entities.permalink(KIND, doc["id"]))
+    return out
+
+
+def get(holdout_id: str) -> Doc:
+    return present(entities.load(KIND, holdout_id))
+
+
+def _matches(doc: Doc, q: HoldoutListQuery) -> bool:
+    checks = [
+        q.includeArchived or not entities.is_archived(doc),
+        q.creatorName is None or doc["creatorName"] == q.creatorName,
+        q.creatorID is None or doc["creatorID"] == q.creatorID,
+        q.tags is None or bool(set(q.tags) & set(doc["tags"])),
+    ]
+    return all(checks)
+
+
+def list_holdouts(q: HoldoutListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+    matching = [present(doc) for doc in dynamo.list_all(KIND) if _matches(doc, q)]
+    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+
+
+# --- writing ------------------------------------------------------------------------------------------
+
+
+def _check_references(doc: Doc, fields: Iterable[str]) -> None:
+    """References among `fields` must exist and appear once (experiments: `_experiment_writes`)."""
+    fields = set(fields)
+    for field, kind in (("gateIDs", kinds.GATE), ("layerIDs", kinds.LAYER)):
+        if field in fields:
+            _no_repeats(doc[field], field)
+            for index, ref in enumerate(doc[field]):
+                entities.require_exists(kind, ref, f"{field}[{index}]")
+    if "experimentIDs" in fields:
+        _no_repeats(doc["experimentIDs"], "experimentIDs")
+    if "targetingGateID" in fields and doc.get("targetingGateID"):
+        entities.require_exists(kinds.GATE, doc["targetingGateID"], "targetingGateID")
+
+
+def create(body: HoldoutCreate) -> Doc:
+    holdout_id = body.id or entities.id_from_name(body.name)
+    if not 3 <= len(holdout_id) <= 100:
+        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+    data = body.model_dump(mode="json")
+    doc: Doc = {
+        "id": holdout_id,
+        "name": body.name,
+        "description": body.description,
+        "idType": body.idType,
+        "isEnabled": body.isEnabled,
+        "isGlobal": body.isGlobal,
+        "passPercentage": body.passPercentage,
+        "gateIDs": body.gateIDs,
+        "experimentIDs": body.experimentIDs,
+        "layerIDs": body.layerIDs,
+        "targetingGateID": body.targetingGateID,
+        "targetApps": body.targetApps,
+        "tags": body.tags,
+        "team": body.team,
+        "teamID": body.teamID,
+        "monitoringMetrics": data["monitoringMetrics"],
+        "owner": entities.owner_for(data["owner"]),
+        **entities.bookkeeping(body.creatorID, body.creatorEmail),
+        "_state": {"archived": False},
+    }
+    _check_references(doc, ("gateIDs", "layerIDs", "experimentIDs", "targetingGateID"))
+    for _attempt in range(ATTEMPTS):
+        writes = _experiment_writes(holdout_id, [], doc["experimentIDs"])
+        try:
+            _commit([(KIND, holdout_id, doc)], writes)
+            return present(doc)
+        except dynamo.StoreConflict:
+            if dynamo.get(KIND, holdout_id) is not None:
+                raise Conflict(f"Holdout with id {holdout_id!r} already exists.") from None
+    raise _busy(KIND, holdout_id)
+
+
+def _write(holdout_id: str, change: Callable[[Doc], None], expected_version: int | None = None) -> Doc:
+    """Read, change a copy, and store it with the experiment side of any link change, at once."""
+    for _attempt in range(ATTEMPTS):
+        current = entities.load(KIND, holdout_id)
+        version = int(current["version"])
+        if expected_version is not None and expected_version != version:
+            raise _stale(KIND, holdout_id, expected_version, version)
+        doc = copy.deepcopy(current)
+        change(doc)
+        stamp(doc, current)
+        writes = _experiment_writes(holdout_id, current["experimentIDs"], doc["experimentIDs"])
+        try:
+            _commit([], [(KIND, holdout_id, doc, version), *writes])
+            return doc
+        except dynamo.StoreConflict:
+            continue
+    raise _busy(KIND, holdout_id)
+
+
+def _refuse_if_archived(doc: Doc) -> None:
+    if entities.is_archived(doc):
+        raise BadRequest(f"Holdout {doc['id']!r} is archived: unarchive it before changing it.")
+
+
+def _update(holdout_id: str, body: HoldoutUpdate | HoldoutPatch) -> Doc:
+    sent = body.changes()
+    sent.pop("version", None)
+    if "owner" in sent:
+        sent["owner"] = entities.owner_for(sent["owner"])
+
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        doc.update(sent)
+        _check_references(doc, sent)
+
+    return present(_write(holdout_id, change, body.version))
+
+
+def full_update(holdout_id: str, body: HoldoutUpdate) -> Doc:
+    return _update(holdout_id, body)
+
+
+def patch(holdout_id: str, body: HoldoutPatch) -> Doc:
+    return _update(holdout_id, body)
+
+
+def archive(holdout_id: str, reason: str | None) -> Doc:
+    def change(doc: Doc) -> None:
+        if entities.is_archived(doc):
+            raise BadRequest(f"Holdout {holdout_id!r} is already archived.")
+        doc["experimentIDs"] = []
+        doc["_state"] = {"archived": True, "archiveReason": reason, "archivedTime": entities.now_ms()}
+
+    return present(_write(holdout_id, change))
+
+
+def unarchive(holdout_id: str) -> Doc:
+    def change(doc: Doc) -> None:
+        if not entities.is_archived(doc):
+            raise BadRequest(f"Holdout {holdout_id!r} is not archived.")
+        doc["_state"] = {"archived": False}
+
+    return present(_write(holdout_id, change))
+
+
+def delete(holdout_id: str) -> None:
+    for _attempt in range(ATTEMPTS):
+        current = entities.load(KIND, holdout_id)
+        version = int(current["version"])
+        if current["experimentIDs"]:
+            detached = stamp({**current, "experimentIDs": []}, current)
+            writes = _experiment_writes(holdout_id, current["experimentIDs"], [])
+            try:
+                _commit([], [(KIND, holdout_id, detached, version), *writes])
+            except dynamo.StoreConflict:
+                continue
+            version = detached["version"]
+        try:
+            dynamo.delete(KIND, holdout_id, expected_version=version)
+            return
+        except dynamo.StoreConflict:
+            continue
+    raise _busy(KIND, holdout_id)

@@ -1,0 +1,248 @@
+"""Layers: create, read, list, update, delete, the experiments in a layer, and bucket placement.
+
+A layer splits its units into 1000 buckets, 0 to 999 (the contract's `userBuckets` range).
+An experiment placed in it (`layerID`) occupies:
+
+- the buckets its `userBuckets` list, when it lists any: whole numbers, each once;
+- otherwise `allocation` percent of the layer, i.e. allocation x 10 buckets (rounded up),
+  of whichever buckets are free.
+
+Among a layer's experiments that are not archived, listed buckets never overlap, and all of
+their claims together fit in the 1000 buckets (so bucket-less experiments can be given free
+ones). `check_placement` enforces this, and that an experiment's `idType` is its layer's,
+whenever the experiments service writes an experiment whose `layerID`, `userBuckets`,
+`allocation` or `idType` is set or changes (create, update, restart_as_new) and when it
+unarchives one: a 400 naming the field, the experiment in the way and the buckets. The check
+reads the layer's experiments before the write; two experiments written into one layer at
+the same instant can both pass it (the write is not conditional on the other experiments).
+
+Other rules where the contract and the peer are silent: a layer's `idType` cannot change
+while experiments of another id type use it (they all share it); deleting a layer that any
+experiment (archived ones too: they would point nowhere once unarchived) or holdout still uses
+is a 409 naming them. `holdoutIDs` is derived on every read from the holdouts whose
+`layerIDs` list the layer, so it cannot disagree with them. `isImplicitLayer` is always false
+(this service never creates layers on its own). Parameter names are unique in a layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from expconsole import kinds
+from expconsole.api.errors import BadRequest, Conflict
+from expconsole.api.pagination import paginate
+from expconsole.models.layers import LayerCreate, LayerListQuery, LayerPatch, LayerUpdate
+from expconsole.services import entities
+from expconsole.services.entities import Doc
+from expconsole.store import dynamo
+
+KIND = kinds.LAYER
+BUCKETS = 1000
+
+
+# --- reading ------------------------------------------------------------------------------------------
+
+
+def _holdouts_by_layer() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for holdout in dynamo.list_all(kinds.HOLDOUT):
+        for layer_id in holdout.get("layerIDs") or []:
+            out.setdefault(layer_id, []).append(holdout["id"])
+    return out
+
+
+def present(doc: Doc, holdouts: dict[str, list[str]] | None = None) -> Doc:
+    """The layer as the API returns it: stored fields plus `holdoutIDs` and `permalink`."""
+    holdouts = _holdouts_by_layer() if holdouts is None else holdouts
+    out = entities.public(doc)
+    out.update(holdoutIDs=holdouts.get(doc["id"], []), permalink=entities.permalink(KIND, doc["id"]))
+    return out
+
+
+def get(layer_id: str) -> Doc:
+    return present(entities.load(KIND, layer_id))
+
+
+def list_layers(q: LayerListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+    holdouts = _holdouts_by_layer()
+    shown = [present(doc, holdouts) for doc in dynamo.list_all(KIND)]
+    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+
+
+def members(layer_id: str) -> list[Doc]:
+    """Stored experiments placed in the layer, archived ones included."""
+    return [e for e in dynamo.list_all(kinds.EXPERIMENT) if e.get("layerID") == layer_id]
+
+
+def experiments(
+    layer_id: str, page: int, limit: int, path: str, raw_query: str
+) -> tuple[list[Doc], dict[str, Any]]:
+    entities.load(KIND, layer_id)  # 404 when the layer does not exist
+    # Imported here: only this route needs the experiment models in the layers function.
+    from expconsole.services import experiments as experiments_service
+
+    now = entities.now_ms()
+    shown = [experiments_service.present(e, now=now) for e in members(layer_id)]
+    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
+
+
+# --- bucket placement (hook of expconsole.services.experiments) ------------------------------------------
+
+
+def claim(doc: Doc) -> int:
+    """How many buckets an experiment occupies in its layer."""
+    buckets = doc.get("userBuckets") or []
+    if buckets:
+        return len(buckets)
+    allocation = doc.get("allocation", 100)
+    return math.ceil(round(allocation * BUCKETS / 100, 6))
+
+
+def _ranges(buckets: Iterable[int]) -> str:
+    """`[1, 2, 3, 7]` → `1-3, 7`."""
+    out: list[str] = []
+    ordered = sorted(buckets)
+    start = prev = ordered[0]
+    for b in [*ordered[1:], None]:
+        if b is not None and b == prev + 1:
+            prev = b
+            continue
+        out.append(str(start) if start == prev else f"{start}-{prev}")
+        if b is not None:
+            start = prev = b
+    return ", ".join(out)
+
+
+def check_placement(doc: Doc) -> None:
+    """An experiment (as it would be stored) fits its layer: 400 naming the field otherwise."""
+    layer_id = doc.get("layerID")
+    if not layer_id:
+        return
+    layer = dynamo.get(KIND, layer_id)
+    if layer is None:
+        raise BadRequest.field("layerID", f"layer {layer_id!r} does not exist")
+    if doc.get("idType") != layer["idType"]:
+        raise BadRequest.field(
+            "idType",
+            f"is {doc.get('idType')!r} but layer {layer_id!r} is for {layer['idType']!r}: "
+            "an experiment runs on its layer's id type",
+        )
+    mine: dict[int, int] = {}
+    for index, bucket in enumerate(doc.get("userBuckets") or []):
+        if bucket != int(bucket):
+            raise BadRequest.field(
+                f"userBuckets[{index}]", f"must be a whole bucket number (0 to 999) in a layer, not {bucket}"
+            )
+        if int(bucket) in mine:
+            raise BadRequest.field(
+                f"userBuckets[{index}]", f"repeats userBuckets[{mine[int(bucket)]}] ({int(bucket)})"
+            )
+        mine[int(bucket)] = index
+    others = [e for e in members(layer_id) if e["id"] != doc["id"] and not entities.is_archived(e)]
+    for other in others:
+        overlap = set(mine) & {int(b) for b in other.get("userBuckets") or []}
+        if overlap:
+            raise BadRequest.field(
+                "userBuckets",
+                f"overlaps experiment {other['id']!r} in layer {layer_id!r} on bucket(s) {_ranges(overlap)}",
+            )
+    used = sum(claim(e) for e in others)
+    need = claim(doc)
+    if used + need > BUCKETS:
+        users = ", ".join(f"{e['id']!r} ({claim(e)})" for e in others if claim(e))
+        raise BadRequest.field(
+            "userBuckets" if mine else "allocation",
+            f"needs {need} of the {BUCKETS} buckets of layer {layer_id!r} but {BUCKETS - used} are free "
+            f"(taken by {users})",
+        )
+
+
+# --- writing ----------------------------------------------------------------------------------------------
+
+
+def _check_parameters(parameters: list[Doc]) -> None:
+    seen: dict[str, int] = {}
+    for index, parameter in enumerate(parameters):
+        name = parameter["name"]
+        if name in seen:
+            raise BadRequest.field(
+                f"parameters[{index}].name", f"repeats parameters[{seen[name]}] ({name!r})"
+            )
+        seen[name] = index
+
+
+def create(body: LayerCreate) -> Doc:
+    layer_id = body.id or entities.id_from_name(body.name)
+    if not 3 <= len(layer_id) <= 100:
+        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+    data = body.model_dump(mode="json")
+    _check_parameters(data["parameters"])
+    doc: Doc = {
+        "id": layer_id,
+        "name": body.name,
+        "description": body.description,
+        "idType": body.idType,
+        "isImplicitLayer": False,
+        "parameters": data["parameters"],
+        "targetApps": body.targetApps,
+        "tags": body.tags,
+        "team": body.team,
+        "teamID": body.teamID,
+        "owner": entities.owner_for(data["owner"]),
+        **entities.bookkeeping(body.creatorID, body.creatorEmail),
+    }
+    return present(entities.insert(KIND, layer_id, doc))
+
+
+def _update(layer_id: str, body: LayerUpdate | LayerPatch) -> Doc:
+    sent = body.changes()
+    sent.pop("version", None)
+    if "parameters" in sent:
+        _check_parameters(sent["parameters"])
+    if "owner" in sent:
+        sent["owner"] = entities.owner_for(sent["owner"])
+
+    def change(doc: Doc) -> None:
+        if "idType" in sent and sent["idType"] != doc["idType"]:
+            users = [e["id"] for e in members(layer_id) if e.get("idType") != sent["idType"]]
+            if users:
+                raise BadRequest.field(
+                    "idType",
+                    f"cannot change to {sent['idType']!r}: experiment(s) {_names(users)} use this layer "
+                    "with another id type",
+                )
+        doc.update(sent)
+
+    return present(entities.update(KIND, layer_id, change, body.version))
+
+
+def full_update(layer_id: str, body: LayerUpdate) -> Doc:
+    return _update(layer_id, body)
+
+
+def patch(layer_id: str, body: LayerPatch) -> Doc:
+    return _update(layer_id, body)
+
+
+def _names(ids: list[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:10])
+    return shown + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+
+
+def delete(layer_id: str) -> None:
+    doc = entities.load(KIND, layer_id)
+    users = [e["id"] for e in members(layer_id)]
+    if users:
+        raise Conflict(
+            f"Layer {layer_id!r} is used by experiment(s) {_names(users)}; move them out of the layer "
+            "(layerID) or delete them first."
+        )
+    holdouts = _holdouts_by_layer().get(layer_id, [])
+    if holdouts:
+        raise Conflict(
+            f"Layer {layer_id!r} is held out by holdout(s) {_names(holdouts)}; remove it from their "
+            "layerIDs first."
+        )
+    entities.remove(KIND, layer_id, doc)

@@ -1,0 +1,249 @@
+"""Release pipelines: create, read, list, full update, delete, archive and unarchive.
+
+- Ids: a pipeline gets a random id (the peer's create takes none). Phases and their rules get
+  ids from the service; a phase or rule sent back with its `id` keeps it (a rule may move to
+  another phase), an unknown id is a 400 naming it, and so is an id sent twice. On create
+  there is nothing to keep, so any id is unknown.
+- Conditions naming a gate (`passes_gate`/`fails_gate`) or a segment (`passes_segment`/
+  `fails_segment`) must name an existing one.
+- Users: gates and dynamic configs whose `releasePipelineID` is the pipeline. Deleting a used
+  pipeline is a 409 naming them (archived users included, as they could be unarchived);
+  archiving one is a 409 naming its unarchived users unless `forceArchive` is true.
+- Archive is soft: archived pipelines leave the list unless `includeArchived=true`, answer
+  reads, and refuse updates (400) until unarchived. `isArchived` says which.
+- The response carries the contract's fields plus `creatorName`, `lastModifierName`,
+  `version` and `isArchived`; every change bumps `version` and `lastModifiedTime`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from expconsole import kinds
+from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
+from expconsole.api.pagination import paginate
+from expconsole.models.release_pipelines import (
+    Phase,
+    PipelineCreate,
+    PipelineListQuery,
+    PipelineRule,
+    PipelineUpdate,
+)
+from expconsole.services import entities
+from expconsole.services.entities import Doc
+from expconsole.store import dynamo
+
+KIND = kinds.RELEASE_PIPELINE
+LABEL = "Release pipeline"
+GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
+SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
+USER_KINDS = (kinds.GATE, kinds.DYNAMIC_CONFIG)
+MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
+
+FIELDS = (
+    "id",
+    "name",
+    "phases",
+    "creatorID",
+    "creatorName",
+    "createdTime",
+    "lastModifierID",
+    "lastModifierName",
+    "lastModifiedTime",
+    "version",
+)
+
+
+def present(doc: Doc) -> Doc:
+    out = {key: doc[key] for key in FIELDS if key in doc}
+    out["isArchived"] = entities.is_archived(doc)
+    return out
+
+
+# --- phases and rules ----------------------------------------------------------------------------
+
+
+def _known(existing: list[Doc]) -> tuple[set[str], set[str]]:
+    phase_ids = {p["id"] for p in existing}
+    rule_ids = {r["id"] for p in existing for r in p["rules"]}
+    return phase_ids, rule_ids
+
+
+def _keep_or_new(given: str | None, known: set[str], seen: set[str], field: str, what: str) -> str:
+    if given is None:
+        new = entities.new_id()
+        seen.add(new)
+        return new
+    if given not in known:
+        raise BadRequest.field(
+            field, f"no {what} with id {given!r} on this pipeline; leave the id out for a new one"
+        )
+    if given in seen:
+        raise BadRequest.field(field, f"{what} {given!r} appears twice")
+    seen.add(given)
+    return given
+
+
+def _rule_doc(rule: PipelineRule, rule_id: str) -> Doc:
+    data = rule.model_dump(mode="json")
+    return {
+        "id": rule_id,
+        "name": data["name"],
+        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
+        "environments": data["environments"],
+    }
+
+
+def _stored_phases(given: Iterable[Phase], existing: list[Doc]) -> list[Doc]:
+    """Phases as stored: ids sent back are kept, the others are new."""
+    phase_ids, rule_ids = _known(existing)
+    seen_phases: set[str] = set()
+    seen_rules: set[str] = set()
+    out: list[Doc] = []
+    for p_index, phase in enumerate(given):
+        where = f"phases[{p_index}]"
+        phase_id = _keep_or_new(phase.id, phase_ids, seen_phases, f"{where}.id", "phase")
+        rules = [
+            _rule_doc(
+                rule,
+                _keep_or_new(rule.id, rule_ids, seen_rules, f"{where}.rules[{r_index}].id", "rule"),
+            )
+            for r_index, rule in enumerate(phase.rules)
+        ]
+        out.append(
+            {
+                "id": phase_id,
+                "name": phase.name,
+                "timeIntervalMs": phase.timeIntervalMs,
+                "requiredReview": phase.requiredReview,
+                "rules": rules,
+            }
+        )
+    return out
+
+
+def _check_references(phases: list[Doc]) -> None:
+    """Gate and segment conditions must name existing entities: else a 400 naming the field."""
+    for p_index, phase in enumerate(phases):
+        for r_index, rule in enumerate(phase["rules"]):
+            for c_index, cond in enumerate(rule["conditions"]):
+                where = f"phases[{p_index}].rules[{r_index}].conditions[{c_index}].targetValue"
+                if cond["type"] in GATE_REFERENCE_TYPES:
+                    entities.require_exists(kinds.GATE, cond["targetValue"], where)
+                elif cond["type"] in SEGMENT_REFERENCE_TYPES:
+                    entities.require_exists(kinds.SEGMENT, cond["targetValue"], where)
+
+
+def _check_size(doc: Doc) -> None:
+    size = len(json.dumps(doc, separators=(",", ":")).encode())
+    if size > MAX_STORED_BYTES:
+        raise PayloadTooLarge(
+            f"The release pipeline would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
+            "Use fewer phases, rules or condition values."
+        )
+
+
+# --- create, read, list --------------------------------------------------------------------------
+
+
+def create(body: PipelineCreate) -> Doc:
+    pipeline_id = entities.new_id()
+    phases = _stored_phases(body.phases, [])
+    _check_references(phases)
+    doc: Doc = {
+        "id": pipeline_id,
+        "name": body.name,
+        "phases": phases,
+        **entities.bookkeeping(),
+        "_state": {"archived": False},
+    }
+    _check_size(doc)
+    return present(entities.insert(KIND, pipeline_id, doc))
+
+
+def get(pipeline_id: str) -> Doc:
+    return present(entities.load(KIND, pipeline_id))
+
+
+def list_pipelines(q: PipelineListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
+    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+
+
+# --- changes -------------------------------------------------------------------------------------
+
+
+def _refuse_if_archived(doc: Doc) -> None:
+    if entities.is_archived(doc):
+        raise BadRequest(f"{LABEL} {doc['id']!r} is archived: unarchive it before changing it.")
+
+
+def update(pipeline_id: str, body: PipelineUpdate) -> Doc:
+    def change(doc: Doc) -> None:
+        _refuse_if_archived(doc)
+        if body.name is not None:
+            doc["name"] = body.name
+        doc["phases"] = _stored_phases(body.phases, doc["phases"])
+        _check_references(doc["phases"])
+        _check_size(doc)
+
+    return present(entities.update(KIND, pipeline_id, change, body.version))
+
+
+def users(pipeline_id: str) -> list[Doc]:
+    """Gates and dynamic configs that name the pipeline in `releasePipelineID`, archived or not."""
+    return [
+        {**doc, "_kind": kind}
+        for kind in USER_KINDS
+        for doc in dynamo.list_all(kind)
+        if doc.get("releasePipelineID") == pipeline_id
+    ]
+
+
+def describe(found: list[Doc]) -> str:
+    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in found[:10]]
+    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+    return ", ".join(names) + more
+
+
+def delete(pipeline_id: str) -> None:
+    doc = entities.load(KIND, pipeline_id)
+    found = users(pipeline_id)
+    if found:
+        raise Conflict(
+            f"{LABEL} {pipeline_id!r} is used by {describe(found)}; "
+            "point those at another pipeline (or none) first."
+        )
+    entities.remove(KIND, pipeline_id, doc)
+
+
+def archive(pipeline_id: str, force: bool, reason: str | None) -> Doc:
+    def change(doc: Doc) -> None:
+        if entities.is_archived(doc):
+            raise BadRequest(f"{LABEL} {pipeline_id!r} is already archived.")
+        if not force:
+            active = [u for u in users(pipeline_id) if not entities.is_archived(u)]
+            if active:
+                raise Conflict(
+                    f"{LABEL} {pipeline_id!r} is still used by {describe(active)}; point those at "
+                    "another pipeline or archive with forceArchive: true."
+                )
+        doc["_state"] = {
+            **doc.get("_state", {}),
+            "archived": True,
+            "archiveReason": reason,
+            "archivedTime": entities.now_ms(),
+        }
+
+    return present(entities.update(KIND, pipeline_id, change))
+
+
+def unarchive(pipeline_id: str) -> Doc:
+    def change(doc: Doc) -> None:
+        if not entities.is_archived(doc):
+            raise BadRequest(f"{LABEL} {pipeline_id!r} is not archived.")
+        doc["_state"] = {"archived": False}
+
+    return present(entities.update(KIND, pipeline_id, change))

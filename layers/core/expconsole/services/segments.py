@@ -1,0 +1,334 @@
+"""Segments: create, read, list, delete, archive, rules (rule_based) and ids (id_list).
+
+- The type is fixed at creation. Rules are for `rule_based` segments (on create or with
+  `set_rules`), ids for `id_list` ones; the other type's endpoint is a 400 saying which to use.
+- Rule ids are assigned by the service and kept when a rule is sent back with its `id`, as
+  for gates. Segment conditions may name other segments (`passes_segment`/`fails_segment`),
+  which must exist, must not be the segment itself and must not form a cycle; gate conditions
+  are refused (segments are what gates are built from, not the other way round).
+- Ids live outside the segment's document (store/segment_ids.py), so a list is not bound by
+  the 400 KB item limit. A request adds or removes 1 to 1000 ids; repeats count once, adding
+  an id already there or removing one that is not changes nothing. The document keeps `count`,
+  recounted after each change; reading the list pages through the stored ids in sort order.
+  A change that leaves the list as it was does not make a new version.
+- Users: gates, dynamic configs, experiments (inline targeting), release pipelines (phase
+  rules), holdouts and other segments whose conditions name the segment. Deleting a used
+  segment is a 409 naming them (archived ones included: they could be unarchived); archiving
+  is a 409 naming its unarchived users unless `forceArchive` is true.
+- Archive is soft: archived segments leave the list unless `includeArchived=true`, answer
+  reads (ids included), and refuse changes (400). Deleting a segment removes its ids too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from expconsole import config, kinds
+from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
+from expconsole.api.pagination import paginate
+from expconsole.models.rules import referenced_ids
+from expconsole.models.segments import SegmentCreate, SegmentListQuery, SegmentRule
+from expconsole.services import entities
+from expconsole.services.entities import Doc
+from expconsole.store import dynamo, segment_ids
+
+KIND = kinds.SEGMENT
+LABEL = "Segment"
+RULE_BASED = "rule_based"
+ID_LIST = "id_list"
+SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
+REFUSED_CONDITION_TYPES = frozenset({"passes_gate", "fails_gate"})
+USER_KINDS = (
+    kinds.GATE,
+    kinds.DYNAMIC_CONFIG,
+    kinds.EXPERIMENT,
+    kinds.RELEASE_PIPELINE,
+    kinds.HOLDOUT,
+    kinds.SEGMENT,
+)
+MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
+
+
+def present(doc: Doc) -> Doc:
+    out = entities.public(doc)
+    out["isArchived"] = entities.is_archived(doc)
+    return out
+
+
+def _path(segment_id: str, action: str = "") -> str:
+    return f"{config.CONSOLE_PREFIX}/segments/{segment_id}{action}"
+
+
+# --- rules ---------------------------------------------------------------------------------------
+
+
+def _rule_doc(rule: SegmentRule, rule_id: str, base_id: str) -> Doc:
+    data = rule.model_dump(mode="json")
+    out: Doc = {
+        "id": rule_id,
+        "baseID": base_id,
+        "name": data["name"],
+        "passPercentage": data["passPercentage"],
+        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
+        "environments": data["environments"],
+    }
+    for key in ("returnValue", "completedAutomatedRollouts", "pendingAutomatedRollouts"):
+        if data.get(key) is not None:
+            out[key] = data[key]
+    return out
+
+
+def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str) -> list[Doc]:
+    """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones.
+
+    `field` is where the rules are in the body: `rules` on create, `` for the bare array.
+    """
+    by_id = {key: rule for rule in existing for key in (rule["id"], rule.get("baseID")) if key}
+    out: list[Doc] = []
+    seen: set[str] = set()
+    for index, rule in enumerate(given):
+        for c_index, cond in enumerate(rule.conditions):
+            if cond.type in REFUSED_CONDITION_TYPES:
+                raise BadRequest.field(
+                    f"{field}[{index}].conditions[{c_index}].type",
+                    f"condition type {cond.type!r} is not allowed in a segment; gates may use segments, "
+                    "segments may not use gates",
+                )
+        if rule.id is not None:
+            found = by_id.get(rule.id)
+            if found is None:
+                raise BadRequest.field(
+                    f"{field}[{index}].id",
+                    f"no rule with id {rule.id!r} on this segment; leave it out for a new one",
+                )
+            rule_id, base_id = found["id"], found["baseID"]
+        else:
+            rule_id = base_id = entities.new_id()
+        if rule_id in seen:
+            raise BadRequest.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
+        seen.add(rule_id)
+        out.append(_rule_doc(rule, rule_id, base_id))
+    return out
+
+
+def _check_references(segment_id: str, rules: list[Doc], field: str) -> None:
+    """Segment conditions name existing segments other than this one, without a cycle."""
+    where: dict[str, str] = {}  # the first condition naming each segment
+    for r_index, rule in enumerate(rules):
+        for c_index, cond in enumerate(rule["conditions"]):
+            if cond["type"] not in SEGMENT_REFERENCE_TYPES:
+                continue
+            target, here = cond["targetValue"], f"{field}[{r_index}].conditions[{c_index}].targetValue"
+            if target == segment_id:
+                raise BadRequest.field(here, "a segment cannot depend on itself")
+            entities.require_exists(KIND, target, here)
+            where.setdefault(target, here)
+    if not where:
+        return
+    graph = {
+        s["id"]: referenced_ids(s.get("rules") or [], SEGMENT_REFERENCE_TYPES) for s in dynamo.list_all(KIND)
+    }
+    graph[segment_id] = set(where)
+    path = _cycle_from(segment_id, graph)
+    if path:
+        raise BadRequest.field(where[path[1]], "segment conditions would form a cycle: " + " -> ".join(path))
+
+
+def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
+    stack: list[tuple[str, list[str]]] = [(start, [start])]
+    visited: set[str] = set()
+    while stack:
+        node, path = stack.pop()
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == start:
+                return [*path, start]
+            if nxt not in visited:
+                visited.add(nxt)
+                stack.append((nxt, [*path, nxt]))
+    return None
+
+
+def _check_size(doc: Doc) -> None:
+    size = len(json.dumps(doc, separators=(",", ":")).encode())
+    if size > MAX_STORED_BYTES:
+        raise PayloadTooLarge(
+            f"The segment would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
+            "Use fewer rules or condition values, or an id_list segment."
+        )
+
+
+# --- create, read, list --------------------------------------------------------------------------
+
+
+def create(body: SegmentCreate) -> Doc:
+    segment_id = body.id or entities.id_from_name(body.name)
+    if not 3 <= len(segment_id) <= 100:
+        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+    doc: Doc = {
+        "id": segment_id,
+        "name": body.name,
+        "type": body.type,
+        "description": body.description,
+        "idType": body.idType,
+        "isEnabled": True,
+        "tags": body.tags,
+        "targetApps": [],
+        "holdoutIDs": [],
+        "team": body.team,
+        "teamID": body.teamID,
+        **entities.bookkeeping(body.creatorID, body.creatorEmail),
+        "_state": {"archived": False},
+    }
+    if body.type == RULE_BASED:
+        doc["rules"] = _stored_rules(body.rules or [], [], "rules")
+        _check_references(segment_id, doc["rules"], "rules")
+        _check_size(doc)
+    else:
+        if body.rules:
+            raise BadRequest.field(
+                "rules", "only rule_based segments have rules; an id_list segment holds ids"
+            )
+        doc["count"] = 0
+        doc["_state"]["idListKey"] = entities.new_id(12)
+    return present(entities.insert(KIND, segment_id, doc))
+
+
+def get(segment_id: str) -> Doc:
+    return present(entities.load(KIND, segment_id))
+
+
+def list_segments(q: SegmentListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
+    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+
+
+# --- users, delete, archive ------------------------------------------------------------------------
+
+
+def _rules_of(doc: Doc) -> list[Doc]:
+    rules = list(doc.get("rules") or []) + list(doc.get("inlineTargetingRules") or [])
+    for phase in doc.get("phases") or []:
+        rules.extend(phase.get("rules") or [])
+    return rules
+
+
+def users(segment_id: str) -> list[Doc]:
+    """Stored entities whose conditions name the segment, archived or not."""
+    return [
+        {**doc, "_kind": kind}
+        for kind in USER_KINDS
+        for doc in dynamo.list_all(kind)
+        if not (kind == KIND and doc["id"] == segment_id)
+        and segment_id in referenced_ids(_rules_of(doc), SEGMENT_REFERENCE_TYPES)
+    ]
+
+
+def _describe(found: list[Doc]) -> str:
+    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in found[:10]]
+    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
+    return ", ".join(names) + more
+
+
+def delete(segment_id: str) -> None:
+    doc = entities.load(KIND, segment_id)
+    found = users(segment_id)
+    if found:
+        raise Conflict(
+            f"{LABEL} {segment_id!r} is used by {_describe(found)}; remove those conditions first."
+        )
+    entities.remove(KIND, segment_id, doc)
+    list_key = doc.get("_state", {}).get("idListKey")
+    if list_key:
+        segment_ids.purge(segment_id, list_key)
+
+
+def archive(segment_id: str, force: bool, reason: str | None) -> Doc:
+    def change(doc: Doc) -> None:
+        if entities.is_archived(doc):
+            raise BadRequest(f"{LABEL} {segment_id!r} is already archived.")
+        if not force:
+            active = [u for u in users(segment_id) if not entities.is_archived(u)]
+            if active:
+                raise Conflict(
+                    f"{LABEL} {segment_id!r} is still used by {_describe(active)}; remove those "
+                    "conditions or archive with forceArchive: true."
+                )
+        doc["_state"] = {
+            **doc.get("_state", {}),
+            "archived": True,
+            "archiveReason": reason,
+            "archivedTime": entities.now_ms(),
+        }
+
+    return present(entities.update(KIND, segment_id, change))
+
+
+# --- rules and ids ---------------------------------------------------------------------------------
+
+
+def _require_type(doc: Doc, wanted: str, action: str) -> None:
+    if doc["type"] == wanted:
+        return
+    if doc["type"] == ID_LIST:
+        hint = f"change its ids with PATCH or DELETE {_path(doc['id'], '/id_list')}"
+    else:
+        hint = f"set its rules with POST {_path(doc['id'], '/conditional')}"
+    article = "an" if doc["type"] == ID_LIST else "a"
+    raise BadRequest(f"{LABEL} {doc['id']!r} is {article} {doc['type']} segment: it cannot {action}; {hint}.")
+
+
+def _refuse_if_archived(doc: Doc) -> None:
+    if entities.is_archived(doc):
+        raise BadRequest(f"{LABEL} {doc['id']!r} is archived: it cannot be changed.")
+
+
+def set_rules(segment_id: str, rules: list[SegmentRule]) -> Doc:
+    def change(doc: Doc) -> None:
+        _require_type(doc, RULE_BASED, "have rules")
+        _refuse_if_archived(doc)
+        doc["rules"] = _stored_rules(rules, doc.get("rules") or [], "")
+        _check_references(segment_id, doc["rules"], "")
+        _check_size(doc)
+
+    return present(entities.update(KIND, segment_id, change))
+
+
+def _id_list(segment_id: str, action: str) -> tuple[Doc, str]:
+    doc = entities.load(KIND, segment_id)
+    _require_type(doc, ID_LIST, action)
+    return doc, doc["_state"]["idListKey"]
+
+
+def get_ids(segment_id: str, page: int, limit: int, path: str, raw_query: str) -> tuple[Doc, dict[str, Any]]:
+    doc, list_key = _id_list(segment_id, "list ids")
+    ids = segment_ids.all_ids(segment_id, list_key)
+    chunk, pagination = paginate(ids, page=page, limit=limit, path=path, raw_query=raw_query)
+    return {"name": doc["name"], "count": len(ids), "ids": chunk}, pagination
+
+
+def _change_ids(segment_id: str, ids: list[str], adding: bool) -> Doc:
+    doc, list_key = _id_list(segment_id, "hold ids")
+    _refuse_if_archived(doc)
+    distinct = list(dict.fromkeys(ids))
+    if adding:
+        segment_ids.add(segment_id, list_key, distinct)
+    else:
+        segment_ids.remove(segment_id, list_key, distinct)
+    count = segment_ids.count(segment_id, list_key)
+    if count == doc.get("count"):
+        return present(doc)  # the set is as it was: nothing to record
+
+    def change(current: Doc) -> None:
+        current["count"] = count
+
+    return present(entities.update(KIND, segment_id, change))
+
+
+def add_ids(segment_id: str, ids: list[str]) -> Doc:
+    return _change_ids(segment_id, ids, adding=True)
+
+
+def remove_ids(segment_id: str, ids: list[str]) -> Doc:
+    return _change_ids(segment_id, ids, adding=False)
