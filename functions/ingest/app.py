@@ -1,0 +1,38 @@
+"""Event ingestion: POST /v1/webhooks/event_webhook (server secrets only).
+
+The body is read raw (no pydantic body model): its size is checked before parsing, and the
+events are validated by a hand-written validator that is fast for batches of 1,000. Rules,
+error form (`events[<i>].<field>`), object keys and the retry rule: expconsole.services.ingest.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from expconsole.api.app import build
+from expconsole.api.docs import responses
+from expconsole.models.events import IngestAccepted
+from expconsole.services import ingest
+
+router = APIGatewayHttpRouter()
+
+
+@router.post(
+    "/v1/webhooks/event_webhook",
+    tags=["Ingestion"],
+    summary="Ingest one event or a batch (array or {events}); at most 2,000 events and 1 MiB",
+    responses=responses(202, IngestAccepted, "Accepted: every event is stored"),
+)
+def ingest_events() -> tuple[dict[str, Any], int]:
+    event = router.current_event
+    body: str | bytes | None = event.body
+    if body and event.is_base64_encoded:
+        body = base64.b64decode(body)
+    accepted = ingest.ingest(body)
+    return {"success": True, "accepted": accepted}, 202
+
+
+app, lambda_handler = build(router, key_kind="server")
