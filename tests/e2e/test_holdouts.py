@@ -10,7 +10,6 @@ and narrows list assertions with a tag of its own.
 from __future__ import annotations
 
 import random
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -18,45 +17,17 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
+from tests.e2e.client import HttpConsole, uid
+
 HOLDOUTS = "/console/v1/holdouts"
 EXPERIMENTS = "/console/v1/experiments"
 GATES = "/console/v1/gates"
 LAYERS = "/console/v1/layers"
 KEY_HEADER = "SERVICE-API-KEY"
-_OWN_KEY = object()
 
 
-def uid() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-class Console:
-    """A thin HTTP client for the console API, authenticated with the console key by default."""
-
-    def __init__(self, url: str, key: str) -> None:
-        self.url = url
-        self.key = key
-
-    def call(self, method: str, path: str, *, key: Any = _OWN_KEY, **kwargs: Any) -> requests.Response:
-        headers = dict(kwargs.pop("headers", {}))
-        if key is not None:
-            headers[KEY_HEADER] = self.key if key is _OWN_KEY else key
-        return requests.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
-
-    def get(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("GET", path, **kwargs)
-
-    def post(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("POST", path, **kwargs)
-
-    def patch(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("PATCH", path, **kwargs)
-
-    def put(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("PUT", path, **kwargs)
-
-    def delete(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("DELETE", path, **kwargs)
+class Console(HttpConsole):
+    """The console client with helpers for this file's resources."""
 
     def _create(self, path: str, prefix: str, fields: dict[str, Any]) -> dict[str, Any]:
         suffix = uid()

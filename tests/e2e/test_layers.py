@@ -10,51 +10,22 @@ look for their own layers in the whole list.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
 
+from tests.e2e.client import HttpConsole, uid
+
 LAYERS = "/console/v1/layers"
 EXPERIMENTS = "/console/v1/experiments"
 HOLDOUTS = "/console/v1/holdouts"
 KEY_HEADER = "SERVICE-API-KEY"
-_OWN_KEY = object()
 
 
-def uid() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-class Console:
-    """A thin HTTP client for the console API, authenticated with the console key by default."""
-
-    def __init__(self, url: str, key: str) -> None:
-        self.url = url
-        self.key = key
-
-    def call(self, method: str, path: str, *, key: Any = _OWN_KEY, **kwargs: Any) -> requests.Response:
-        headers = dict(kwargs.pop("headers", {}))
-        if key is not None:
-            headers[KEY_HEADER] = self.key if key is _OWN_KEY else key
-        return requests.request(method, self.url + path, headers=headers, timeout=60, **kwargs)
-
-    def get(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("GET", path, **kwargs)
-
-    def post(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("POST", path, **kwargs)
-
-    def patch(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("PATCH", path, **kwargs)
-
-    def put(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("PUT", path, **kwargs)
-
-    def delete(self, path: str, **kwargs: Any) -> requests.Response:
-        return self.call("DELETE", path, **kwargs)
+class Console(HttpConsole):
+    """The console client with helpers for this file's resources."""
 
     def create_layer(self, **fields: Any) -> dict[str, Any]:
         suffix = uid()
