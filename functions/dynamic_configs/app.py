@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery
+from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.dynamic_configs import (
     DynamicConfigCreate,
@@ -33,11 +33,6 @@ BASE = "/console/v1/dynamic_configs"
 ONE = f"{BASE}/<id>"
 RULE = f"{ONE}/rule/<ruleId>"
 TAGS = ["Dynamic configs"]
-
-
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
 
 
 def _updated(config: dict[str, Any]) -> dict[str, Any]:
@@ -65,7 +60,7 @@ def create_config(body: DynamicConfigCreate) -> tuple[dict[str, Any], int]:
     responses=responses(200, DynamicConfigListEnvelope, "A page of dynamic configs"),
 )
 def list_configs(query: Annotated[DynamicConfigListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = dynamic_configs.list_configs(query, *_where())
+    data, pagination = dynamic_configs.list_configs(query, *link_base(router))
     return listed("Dynamic Configs listed successfully.", data, pagination)
 
 
@@ -158,7 +153,7 @@ def unarchive_config(id: str, body: UnarchiveBody | None = None) -> dict[str, An
     responses=responses(200, DynamicConfigListEnvelope, "Versions", 404),
 )
 def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = dynamic_configs.versions(id, query.page, query.limit, *_where())
+    data, pagination = dynamic_configs.versions(id, query.page, query.limit, *link_base(router))
     return listed("Dynamic Config versions listed successfully.", data, pagination)
 
 

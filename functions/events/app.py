@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery
+from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.events import EventListQuery, EventSummaryEnvelope, LoggedEventListEnvelope
 from expconsole.models.list_envelopes import AnyListEnvelope
 from expconsole.services import events
@@ -20,11 +20,6 @@ router = APIGatewayHttpRouter()
 BASE = "/console/v1/events"
 ONE = f"{BASE}/<eventName>"
 TAGS = ["Events"]
-
-
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
 
 
 def _name(raw: str) -> str:
@@ -40,7 +35,7 @@ def _name(raw: str) -> str:
     responses=responses(200, LoggedEventListEnvelope, "A page of logged events"),
 )
 def list_events(query: Annotated[EventListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = events.list_events(query, *_where())
+    data, pagination = events.list_events(query, *link_base(router))
     return listed("Events listed successfully.", data, pagination)
 
 
@@ -51,7 +46,7 @@ def list_events(query: Annotated[EventListQuery, Query()]) -> dict[str, Any]:
     responses=responses(200, LoggedEventListEnvelope, "A page of logged events"),
 )
 def list_event_records(eventName: str, query: Annotated[EventListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = events.list_event_records(_name(eventName), query, *_where())
+    data, pagination = events.list_event_records(_name(eventName), query, *link_base(router))
     return listed("Events listed successfully.", data, pagination)
 
 
@@ -72,7 +67,7 @@ def event_summary(eventName: str) -> dict[str, Any]:
     responses=responses(200, AnyListEnvelope, "A page of metrics"),
 )
 def event_metrics(eventName: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = events.metrics_on(_name(eventName), query.page, query.limit, *_where())
+    data, pagination = events.metrics_on(_name(eventName), query.page, query.limit, *link_base(router))
     return listed("Metrics listed successfully.", data, pagination)
 
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery
+from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import Message, UnarchiveBody
 from expconsole.models.experiments import (
     AbandonBody,
@@ -35,11 +35,6 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Experiments"]
 
 
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
-
-
 def _updated(experiment: dict[str, Any]) -> dict[str, Any]:
     return ok("Experiment updated successfully.", experiment)
 
@@ -61,7 +56,7 @@ def create_experiment(body: ExperimentCreate) -> tuple[dict[str, Any], int]:
     responses=responses(200, ExperimentListEnvelope, "A page of experiments"),
 )
 def list_experiments(query: Annotated[ExperimentListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = experiments.list_experiments(query, *_where())
+    data, pagination = experiments.list_experiments(query, *link_base(router))
     return listed("Experiments listed successfully.", data, pagination)
 
 
@@ -110,7 +105,7 @@ def delete_experiment(id: str) -> dict[str, Any]:
     responses=responses(200, ExperimentListEnvelope, "Versions", 404),
 )
 def list_experiment_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = experiments.versions(id, query.page, query.limit, *_where())
+    data, pagination = experiments.versions(id, query.page, query.limit, *link_base(router))
     return listed("Experiment versions listed successfully.", data, pagination)
 
 

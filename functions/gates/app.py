@@ -11,7 +11,7 @@ from expconsole import kinds
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery
+from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.gates import (
     GateCreate,
@@ -36,11 +36,6 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Gates"]
 
 
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
-
-
 def _updated(gate: dict[str, Any]) -> dict[str, Any]:
     return ok("Gate updated successfully.", gate)
 
@@ -54,7 +49,7 @@ def create_gate(body: GateCreate) -> tuple[dict[str, Any], int]:
     BASE, tags=TAGS, summary="List gates", responses=responses(200, GateListEnvelope, "A page of gates")
 )
 def list_gates(query: Annotated[GateListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = gates.list_gates(query, *_where())
+    data, pagination = gates.list_gates(query, *link_base(router))
     return listed("Gates listed successfully.", data, pagination)
 
 
@@ -206,12 +201,12 @@ def delete_rule(id: str, ruleID: str) -> dict[str, Any]:
     responses=responses(200, GateListEnvelope, "Versions", 404),
 )
 def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = gates.versions(id, query.page, query.limit, *_where())
+    data, pagination = gates.versions(id, query.page, query.limit, *link_base(router))
     return listed("Gate versions listed successfully.", data, pagination)
 
 
 def _references(kind: str, id: str, query: ReferencesQuery, message: str) -> dict[str, Any]:
-    data, pagination = gates.list_references(kind, id, query.page, query.limit, *_where())
+    data, pagination = gates.list_references(kind, id, query.page, query.limit, *link_base(router))
     return listed(message, data, pagination)
 
 

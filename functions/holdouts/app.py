@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
+from expconsole.api.pagination import link_base
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.holdouts import (
     HoldoutCreate,
@@ -25,11 +26,6 @@ router = APIGatewayHttpRouter()
 BASE = "/console/v1/holdouts"
 ONE = f"{BASE}/<id>"
 TAGS = ["Holdouts"]
-
-
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
 
 
 def _updated(holdout: dict[str, Any]) -> dict[str, Any]:
@@ -50,7 +46,7 @@ def create_holdout(body: HoldoutCreate) -> tuple[dict[str, Any], int]:
     responses=responses(200, HoldoutListEnvelope, "A page of holdouts"),
 )
 def list_holdouts(query: Annotated[HoldoutListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = holdouts.list_holdouts(query, *_where())
+    data, pagination = holdouts.list_holdouts(query, *link_base(router))
     return listed("Holdouts listed successfully.", data, pagination)
 
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery
+from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import Message
 from expconsole.models.layers import (
     LayerCreate,
@@ -29,11 +29,6 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Layers"]
 
 
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
-
-
 def _updated(layer: dict[str, Any]) -> dict[str, Any]:
     return ok("Layer updated successfully.", layer)
 
@@ -49,7 +44,7 @@ def create_layer(body: LayerCreate) -> tuple[dict[str, Any], int]:
     BASE, tags=TAGS, summary="List layers", responses=responses(200, LayerListEnvelope, "A page of layers")
 )
 def list_layers(query: Annotated[LayerListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = layers.list_layers(query, *_where())
+    data, pagination = layers.list_layers(query, *link_base(router))
     return listed("Layers listed successfully.", data, pagination)
 
 
@@ -96,7 +91,7 @@ def delete_layer(id: str) -> dict[str, Any]:
     responses=responses(200, AnyListEnvelope, "The layer's experiments", 404),
 )
 def list_layer_experiments(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = layers.experiments(id, query.page, query.limit, *_where())
+    data, pagination = layers.experiments(id, query.page, query.limit, *link_base(router))
     return listed("Experiments listed successfully.", data, pagination)
 
 

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery
+from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import Message
 from expconsole.models.list_envelopes import AnyListEnvelope
 from expconsole.models.metrics import (
@@ -28,11 +28,6 @@ router = APIGatewayHttpRouter()
 BASE = "/console/v1/metrics"
 ONE = f"{BASE}/<id>"
 TAGS = ["Metrics"]
-
-
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
 
 
 def _metric_id(raw: str) -> str:
@@ -55,7 +50,7 @@ def create_metric(body: MetricCreate) -> tuple[dict[str, Any], int]:
 
 
 def _list(query: MetricListQuery) -> dict[str, Any]:
-    data, pagination = metrics.list_metrics(query, *_where())
+    data, pagination = metrics.list_metrics(query, *link_base(router))
     return listed("Metrics listed successfully.", data, pagination)
 
 
@@ -117,7 +112,7 @@ def delete_metric(id: str) -> dict[str, Any]:
     responses=responses(200, MetricListEnvelope, "Versions", 404),
 )
 def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = metrics.versions(_metric_id(id), query.page, query.limit, *_where())
+    data, pagination = metrics.versions(_metric_id(id), query.page, query.limit, *link_base(router))
     return listed("Metric versions listed successfully.", data, pagination)
 
 
@@ -158,7 +153,7 @@ def unarchive(id: str) -> dict[str, Any]:
     responses=responses(200, AnyListEnvelope, "Experiments using the metric", 404),
 )
 def list_experiments(id: str, query: Annotated[MetricExperimentsQuery, Query()]) -> dict[str, Any]:
-    data, pagination = metrics.list_experiments(_metric_id(id), query, *_where())
+    data, pagination = metrics.list_experiments(_metric_id(id), query, *link_base(router))
     return listed("Experiments listed successfully.", data, pagination)
 
 

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
+from expconsole.api.pagination import link_base
 from expconsole.models.common import ArchiveBody, UnarchiveBody
 from expconsole.models.prompts import (
     PromptCreate,
@@ -26,16 +27,11 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Prompts"]
 
 
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
-
-
 @router.get(
     BASE, tags=TAGS, summary="List prompts", responses=responses(200, PromptListEnvelope, "A page of prompts")
 )
 def list_prompts(query: Annotated[PromptListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = prompts.list_prompts(query, *_where())
+    data, pagination = prompts.list_prompts(query, *link_base(router))
     return listed("Prompts listed successfully.", data, pagination)
 
 

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
+from expconsole.api.pagination import link_base
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.release_pipelines import (
     PipelineCreate,
@@ -26,11 +27,6 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Release pipelines"]
 
 
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
-
-
 @router.get(
     BASE,
     tags=TAGS,
@@ -38,7 +34,7 @@ def _where() -> tuple[str, str]:
     responses=responses(200, PipelineListEnvelope, "A page of pipelines"),
 )
 def list_pipelines(query: Annotated[PipelineListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = pipelines.list_pipelines(query, *_where())
+    data, pagination = pipelines.list_pipelines(query, *link_base(router))
     return listed("Release pipelines listed successfully.", data, pagination)
 
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery
+from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import ArchiveBody, Message
 from expconsole.models.segments import (
     IdListEnvelope,
@@ -29,11 +29,6 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Segments"]
 
 
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
-
-
 @router.get(
     BASE,
     tags=TAGS,
@@ -41,7 +36,7 @@ def _where() -> tuple[str, str]:
     responses=responses(200, SegmentListEnvelope, "A page of segments"),
 )
 def list_segments(query: Annotated[SegmentListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = segments.list_segments(query, *_where())
+    data, pagination = segments.list_segments(query, *link_base(router))
     return listed("Segments listed successfully.", data, pagination)
 
 
@@ -98,7 +93,7 @@ def set_rules(id: str, body: SegmentRules) -> dict[str, Any]:
     responses=responses(200, IdListEnvelope, "A page of ids", 404),
 )
 def get_ids(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = segments.get_ids(id, query.page, query.limit, *_where())
+    data, pagination = segments.get_ids(id, query.page, query.limit, *link_base(router))
     return {"message": "Segment ids read successfully.", "data": data, "pagination": pagination}
 
 

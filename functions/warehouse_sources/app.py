@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery
+from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import Message
 from expconsole.models.warehouse_sources import (
     AssignmentSourceCreate,
@@ -39,11 +39,6 @@ AS_BASE = "/console/v1/experiments/assignment_sources"
 AS_ONE = "/console/v1/experiments/assignment_source/<name>"
 QE_TAGS = ["Qualifying events"]
 AS_TAGS = ["Assignment sources"]
-
-
-def _where() -> tuple[str, str]:
-    event = router.current_event
-    return event.raw_path, event.raw_query_string
 
 
 def _name(raw: str) -> str:
@@ -82,7 +77,7 @@ def _create_responses(model: type[BaseModel]) -> dict[int, Any]:
     responses=responses(200, QualifyingEventListEnvelope, "A page of qualifying event sources"),
 )
 def list_qualifying_events(query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = sources.list_qualifying_events(query, *_where())
+    data, pagination = sources.list_qualifying_events(query, *link_base(router))
     return listed("Qualifying events listed successfully.", data, pagination)
 
 
@@ -138,7 +133,7 @@ def delete_qualifying_event(name: str) -> dict[str, Any]:
     responses=responses(200, AssignmentSourceListEnvelope, "A page of assignment sources"),
 )
 def list_assignment_sources(query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = sources.list_assignment_sources(query, *_where())
+    data, pagination = sources.list_assignment_sources(query, *link_base(router))
     return listed("Assignment sources listed successfully.", data, pagination)
 
 

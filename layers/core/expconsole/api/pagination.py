@@ -63,3 +63,9 @@ def paginate(
         "all": _link(path, others, []),
     }
     return chunk, pagination
+
+
+def link_base(router: Any) -> tuple[str, str]:
+    """The current request's path and raw query, from which pagination links are built."""
+    event = router.current_event
+    return event.raw_path, event.raw_query_string
