@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -288,10 +289,38 @@ def _authorizer_function() -> str:
     return auth["Authorizers"][auth["DefaultAuthorizer"]]["FunctionArn"]["Fn::GetAtt"][0]
 
 
+def _is_eventbridge(event: dict[str, Any]) -> bool:
+    return "detail-type" in event and "routeKey" not in event
+
+
+def _eventbridge_functions(event: dict[str, Any]) -> list[str]:
+    """Functions with an EventBridgeRule whose pattern names the event's source and detail-type
+    (or with a schedule, for a scheduled event)."""
+    owners = []
+    for name, props in _functions().items():
+        for rule in (props.get("Events") or {}).values():
+            if rule["Type"] in ("Schedule", "ScheduleV2"):
+                pattern = {"source": ["aws.events"], "detail-type": ["Scheduled Event"]}
+            elif rule["Type"] == "EventBridgeRule":
+                pattern = (rule.get("Properties") or {}).get("Pattern") or {}
+            else:
+                continue
+            if event["source"] in pattern.get("source", []) and event["detail-type"] in pattern.get(
+                "detail-type", []
+            ):
+                owners.append(name)
+    return owners
+
+
 def _function_for(event: dict[str, Any]) -> str:
-    """The function an event is for: the authorizer, or the one whose route matches routeKey."""
+    """The function an event is for: the authorizer, the one whose route matches routeKey, or
+    the one whose EventBridge rule matches the event."""
     if event.get("type") == "REQUEST":
         return _authorizer_function()
+    if _is_eventbridge(event):
+        owners = _eventbridge_functions(event)
+        assert owners, f"no rule of template.yaml matches {event['source']}/{event['detail-type']}"
+        return owners[0]
     route = tuple(event["routeKey"].split(" ", 1))
     owners = [name for name, props in _functions().items() if route in _routes(props)]
     assert owners, f"routeKey {event['routeKey']!r} is not a route of template.yaml"
@@ -306,6 +335,8 @@ def test_there_is_a_sample_event_per_function() -> None:
 @pytest.mark.parametrize("path", _event_files(), ids=lambda p: p.stem)
 def test_sample_event_is_http_api_v2(path: Path) -> None:
     event = json.loads(path.read_text())
+    if _is_eventbridge(event):
+        pytest.skip("an EventBridge event (matched to its rule by test_there_is_a_sample_event_per_function)")
     assert event["version"] == "2.0"
     assert all(name == name.lower() for name in event["headers"]), "HTTP API lowercases header names"
     http = event["requestContext"]["http"]
@@ -344,8 +375,21 @@ def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             aws.reset()
 
 
+def _put_imported_file(event: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """For an S3 "Object Created" event: the bucket it names, holding a one-event file at its key."""
+    bucket, key = event["detail"]["bucket"]["name"], event["detail"]["object"]["key"]
+    monkeypatch.setenv("EVENTS_BUCKET", bucket)
+    aws.reset()
+    aws.client("s3").create_bucket(Bucket=bucket)
+    day = re.search(r"date=(\d{4}-\d{2}-\d{2})/", key)
+    assert day, f"{key} is not under imports/date=YYYY-MM-DD/"
+    midday = int(datetime.fromisoformat(day.group(1)).replace(tzinfo=UTC).timestamp() * 1000) + 43_200_000
+    line = {"event": "sample", "user": {"userID": "u1"}, "timestamp": midday, "metadata": {}}
+    aws.client("s3").put_object(Bucket=bucket, Key=key, Body=json.dumps(line) + "\n")
+
+
 @pytest.mark.parametrize("path", _event_files(), ids=lambda p: p.stem)
-def test_sample_event_invokes_its_function(path: Path, table: None) -> None:
+def test_sample_event_invokes_its_function(path: Path, table: None, monkeypatch: pytest.MonkeyPatch) -> None:
     event = json.loads(path.read_text())
     logical_id = _function_for(event)
     code_dir = _code_dir(_functions()[logical_id])
@@ -356,6 +400,14 @@ def test_sample_event_invokes_its_function(path: Path, table: None) -> None:
         _, record = keys.create_key("console", key=event["identitySource"][0])
         verdict = handler(event, _LambdaContext())
         assert verdict == {"isAuthorized": True, "context": {"keyKind": "console", "keyId": record["keyId"]}}
+        return
+    if _is_eventbridge(event) and event["source"] == "aws.s3":
+        _put_imported_file(event, monkeypatch)
+        summary = handler(event, _LambdaContext())
+        assert summary["imported"] == 1 and not summary["failed"], summary
+        return
+    if _is_eventbridge(event):
+        handler(event, _LambdaContext())  # not an HTTP function: no status code; it must not raise
         return
     response = handler(event, _LambdaContext())
     assert response["statusCode"] < 500, response

@@ -20,6 +20,9 @@ already written are rewritten under the same keys by the retry, and the counters
 each object once. A failed counter transaction is a 503 too; the retry rewrites the objects
 (same keys) and counts the objects whose markers are missing. 202 means every object and
 every count is stored.
+
+That write (lines → day objects → puts → counters) is `store_lines`, shared with bulk import
+(services.imports), which names its objects from the input file's content and chunk instead.
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ import hashlib
 import json
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
-from expconsole.api.errors import ApiError, BadRequest, PayloadTooLarge, ServiceUnavailable
+from aws_lambda_powertools import Logger
+
+from expconsole.api.errors import BadRequest, PayloadTooLarge, ServiceUnavailable
 from expconsole.models.events import (
     MAX_BODY_BYTES,
     MAX_ERRORS,
@@ -41,6 +46,7 @@ from expconsole.models.events import (
 from expconsole.store import event_counters, s3
 from expconsole.store.event_counters import NameTally
 
+logger = Logger(service="expconsole")
 DAY_MS = 86_400_000
 _DAYS: dict[int, str] = {}
 
@@ -51,6 +57,11 @@ def _day(ms: int) -> str:
     if day is None:
         day = _DAYS[index] = datetime.fromtimestamp(index * 86_400, UTC).date().isoformat()
     return day
+
+
+def _no_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (RFC 8259); Python's parser would accept them."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def parse(body: str | bytes | None) -> list[Any]:
@@ -64,9 +75,11 @@ def parse(body: str | bytes | None) -> list[Any]:
             "Split the events into smaller batches."
         )
     try:
-        data = json.loads(body)
+        data = json.loads(body, parse_constant=_no_constant)
     except ValueError as exc:
         raise BadRequest.field("body", f"is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise BadRequest.field("body", "nests too deeply (limit near 1,000 levels)") from None
     if isinstance(data, dict) and "events" in data and "event" not in data:
         if len(data) != 1:
             extra = ", ".join(sorted(k for k in data if k != "events"))
@@ -111,16 +124,60 @@ def ingest(body: str | bytes | None, now_ms: int | None = None, source: str = SO
     now = int(time.time() * 1000) if now_ms is None else now_ms
     events = parse(body)
     lines = validate(events, now)
-    digest = hashlib.sha256(
-        json.dumps(events, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    ).hexdigest()
+    try:
+        text = json.dumps(events, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        canonical = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest.field(
+            "body", "holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff unpaired), which is not text"
+        ) from None
+    digest = hashlib.sha256(canonical).hexdigest()
+    try:
+        store_lines(lines, digest, source, now)
+    except StoreFailed as exc:
+        logger.warning("Event storage failed", extra={"stage": exc.stage}, exc_info=exc.__cause__)
+        if exc.stage == "objects":
+            message = (
+                "Events storage failed; nothing was counted. Retry the same request: it rewrites the "
+                "same objects and stores nothing twice."
+            )
+        else:
+            message = (
+                "Events were stored but their counters failed. Retry the same request: it rewrites the "
+                "same objects and counts each once."
+            )
+        raise ServiceUnavailable(message) from exc.__cause__
+    return len(lines)
 
+
+class StoreFailed(Exception):
+    """A write of store_lines failed; `stage` says which (the cause is chained)."""
+
+    def __init__(self, stage: Literal["objects", "counters"]) -> None:
+        super().__init__(f"storing the event {stage} failed")
+        self.stage = stage
+
+
+def object_name(seed: str, day: str) -> str:
+    """The name of the object holding one day of a batch: it derives from the batch's content."""
+    return hashlib.sha256(f"{seed}/{day}".encode()).hexdigest()[:40]
+
+
+def store_lines(lines: list[dict[str, Any]], seed: str, source: str, now_ms: int) -> list[str]:
+    """Store validated lines (check_event's): one object per UTC day, put, then counted once.
+
+    The write path shared by ingestion (a request) and bulk import (a chunk of a file). Each
+    line gets `source` and `receivedTime`; the day's object is named by `object_name(seed,
+    day)`, so storing the same seed again rewrites the same objects and counts nothing twice.
+    Every object is put before any is counted (module docstring). Returns the keys written;
+    raises StoreFailed (stage `objects` or `counters`, the error chained).
+    """
     by_day: dict[str, list[str]] = {}
     tallies: dict[str, dict[str, NameTally]] = {}
     dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
     for line in lines:
         line["source"] = source
-        line["receivedTime"] = now
+        line["receivedTime"] = now_ms
         day = _day(line["timestamp"])
         day_lines = by_day.get(day)
         if day_lines is None:
@@ -136,25 +193,17 @@ def ingest(body: str | bytes | None, now_ms: int | None = None, source: str = SO
 
     objects = []
     for day, day_lines in sorted(by_day.items()):
-        name = hashlib.sha256(f"{digest}/{day}".encode()).hexdigest()[:40]
+        name = object_name(seed, day)
         objects.append((day, name, s3.object_key(day, name), s3.encode(day_lines)))
 
     try:
         for _, _, key, data in objects:
             s3.put(key, data)
-    except ApiError:
-        raise
     except Exception as exc:
-        raise ServiceUnavailable(
-            "Events storage failed; nothing was counted. Retry the same request: it rewrites the "
-            f"same objects and stores nothing twice. ({type(exc).__name__})"
-        ) from exc
+        raise StoreFailed("objects") from exc
     try:
         for day, name, _key, _data in objects:
-            event_counters.record(day, name, tallies[day], now)
+            event_counters.record(day, name, tallies[day], now_ms)
     except Exception as exc:
-        raise ServiceUnavailable(
-            "Events were stored but their counters failed. Retry the same request: it rewrites the "
-            f"same objects and counts each once. ({type(exc).__name__})"
-        ) from exc
-    return len(lines)
+        raise StoreFailed("counters") from exc
+    return [key for _, _, key, _ in objects]

@@ -9,8 +9,8 @@ the same bytes.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, BinaryIO, Protocol
 
 from expconsole import aws, config
 
@@ -47,6 +47,51 @@ def get(key: str) -> bytes:
     return _s3().get_object(Bucket=config.events_bucket(), Key=key)["Body"].read()
 
 
+def get_or_none(key: str) -> bytes | None:
+    """The object's bytes, or None when it does not exist (yet)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return get(key)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            return None
+        raise
+
+
+class Writer(Protocol):
+    def write(self, data: bytes, /) -> object: ...
+
+
+def download(key: str, out: Writer, chunk_bytes: int = 1 << 20) -> dict[str, str]:
+    """Stream an object into `out` without holding it in memory; its user metadata (x-amz-meta-*).
+
+    Raises botocore's ClientError (`NoSuchKey`, or `AccessDenied` for a missing key when the
+    caller may not list the bucket).
+    """
+    response = _s3().get_object(Bucket=config.events_bucket(), Key=key)
+    body = response["Body"]
+    try:
+        for chunk in iter(lambda: body.read(chunk_bytes), b""):
+            out.write(chunk)
+    finally:
+        body.close()
+    return dict(response.get("Metadata") or {})
+
+
+def put_file(key: str, data: BinaryIO, content_type: str = "application/x-ndjson") -> None:
+    """Write one object from an open file (whole; a file of up to 5 GB)."""
+    _s3().put_object(Bucket=config.events_bucket(), Key=key, Body=data, ContentType=content_type)
+
+
+def upload(
+    path: str, key: str, metadata: dict[str, str] | None = None, progress: Callable[[int], None] | None = None
+) -> None:
+    """Upload a local file (multipart when large); `progress` is called with each increment of bytes sent."""
+    extra = {"Metadata": metadata} if metadata else None
+    _s3().upload_file(path, config.events_bucket(), key, ExtraArgs=extra, Callback=progress)
+
+
 def keys(prefix: str) -> Iterator[str]:
     paginator = _s3().get_paginator("list_objects_v2")
     for page in paginator.paginate(Bucket=config.events_bucket(), Prefix=prefix):
@@ -63,3 +108,34 @@ def create_bucket(name: str | None = None) -> None:
         _s3().head_bucket(Bucket=bucket)
     except ClientError:
         _s3().create_bucket(Bucket=bucket)
+
+
+# --- pulse: compacted days and per-day unit aggregates (written by the pulse function) -------------
+
+COMPACTED_PREFIX = "compacted/"
+PULSE_PREFIX = "pulse/"
+
+
+def put_object(key: str, body: bytes, content_type: str = "application/octet-stream") -> None:
+    """Write any object of the bucket (whole), e.g. Parquet or a JSON manifest."""
+    _s3().put_object(Bucket=config.events_bucket(), Key=key, Body=body, ContentType=content_type)
+
+
+def get_if_exists(key: str) -> bytes | None:
+    """The object's bytes, or None when there is no such object."""
+    from botocore.exceptions import ClientError
+
+    try:
+        return get(key)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            return None
+        raise
+
+
+def delete_objects(keys: list[str]) -> None:
+    for start in range(0, len(keys), 1000):
+        chunk = keys[start : start + 1000]
+        _s3().delete_objects(
+            Bucket=config.events_bucket(), Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}
+        )
