@@ -56,6 +56,10 @@ class StoreConflict(Exception):
     """A conditional write failed: the item exists already, or its version moved on."""
 
 
+class StoreTooLarge(Exception):
+    """DynamoDB refused an item over its 400 KB limit (nothing was written)."""
+
+
 class StoreMissing(Exception):
     """The item a write was conditional on does not exist."""
 
@@ -192,12 +196,52 @@ def write_many(
 def _transact(items: list[dict[str, Any]]) -> None:
     from botocore.exceptions import ClientError
 
-    try:
-        _ddb().transact_write_items(TransactItems=items)
-    except ClientError as exc:
-        if _is_condition_failure(exc):
-            raise StoreConflict(str(exc)) from exc
-        raise
+    for attempt in range(CONFLICT_RETRIES + 1):
+        try:
+            _ddb().transact_write_items(TransactItems=items)
+            return
+        except ClientError as exc:
+            if is_transaction_conflict(exc) and attempt < CONFLICT_RETRIES:
+                conflict_pause(attempt)
+                continue
+            if _is_condition_failure(exc):
+                raise StoreConflict(str(exc)) from exc
+            if _is_too_large(exc):
+                raise StoreTooLarge("item over 400 KB") from exc
+            raise
+
+
+CONFLICT_RETRIES = 6
+
+
+def is_transaction_conflict(exc: Exception) -> bool:
+    """Another transaction held one of the items (DynamoDB cancels rather than waits): retry.
+
+    moto never raises it; real DynamoDB does when two requests write the same entity or counter at
+    once. A retry re-evaluates the conditions, so the loser of a race still gets its 409.
+    """
+    response = getattr(exc, "response", {})
+    if response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return False
+    reasons = response.get("CancellationReasons") or []
+    codes = {r.get("Code") for r in reasons}
+    return "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes
+
+
+def conflict_pause(attempt: int) -> None:
+    """Jittered exponential backoff: 10 ms, 20 ms, 40 ms... (full jitter)."""
+    import random
+    import time
+
+    time.sleep(random.uniform(0, 0.01 * 2**attempt))
+
+
+def _is_too_large(exc: Exception) -> bool:
+    error = getattr(exc, "response", {}).get("Error", {})
+    message = str(error.get("Message", "")).lower()
+    return error.get("Code") in ("ValidationException", "TransactionCanceledException") and (
+        "size" in message and ("exceed" in message or "maximum" in message)
+    )
 
 
 def get(kind: str, entity_id: str) -> dict[str, Any] | None:
@@ -337,3 +381,29 @@ def create_table(table_name: str | None = None) -> None:
     _ddb().update_time_to_live(
         TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
     )
+
+
+def set_internal(kind: str, entity_id: str, field: str, value: Any, attempts: int = 5) -> bool:
+    """Set a field the service keeps beside an entity's data (`_health`), without a new version.
+
+    A conditional put on the unchanged version: a concurrent user update wins and this retries
+    on the new version. False when the entity is gone.
+    """
+    for _ in range(attempts):
+        doc = get(kind, entity_id)
+        if doc is None:
+            return False
+        doc[field] = value
+        try:
+            _ddb().put_item(
+                TableName=config.table_name(),
+                Item=_current_item(kind, entity_id, doc),
+                ConditionExpression="#v = :expected",
+                ExpressionAttributeNames={"#v": "version"},
+                ExpressionAttributeValues={":expected": _n(int(doc["version"]))},
+            )
+            return True
+        except Exception as exc:
+            if not _is_condition_failure(exc):
+                raise
+    raise StoreConflict(f"{kind} {entity_id} kept changing while its {field} was written")

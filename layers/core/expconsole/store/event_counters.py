@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from expconsole import aws, config
+from expconsole.store import dynamo
 from expconsole.store.dynamo import GSI1
 
 CHUNK = 99
@@ -91,12 +92,17 @@ def record(day: str, object_name: str, tallies: dict[str, NameTally], now_ms: in
         items = [marker] + [
             _counter_update(table, day, name, tallies[name], now_ms) for name in names[start : start + CHUNK]
         ]
-        try:
-            _ddb().transact_write_items(TransactItems=items)
-            counted += 1
-        except ClientError as exc:
-            if not _marker_exists(exc):
-                raise
+        for attempt in range(dynamo.CONFLICT_RETRIES + 1):
+            try:
+                _ddb().transact_write_items(TransactItems=items)
+                counted += 1
+            except ClientError as exc:
+                if dynamo.is_transaction_conflict(exc) and attempt < dynamo.CONFLICT_RETRIES:
+                    dynamo.conflict_pause(attempt)  # a concurrent request counted the same names
+                    continue
+                if not _marker_exists(exc):
+                    raise
+            break
     return counted
 
 
