@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="expconsole", description="Experimentation console: local server and API keys."
+        prog="expconsole",
+        description="Experimentation console: local server, API keys, import and convert events, pulse.",
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
@@ -85,7 +86,79 @@ def _parser() -> argparse.ArgumentParser:
     listing = key_commands.add_parser("list", help="list keys (never their values)", description="List keys.")
     _backend_arguments(listing)
     listing.set_defaults(run=_keys_list, command="keys list")
+
+    bulk = commands.add_parser(
+        "import",
+        help="import a tree of day directories of event files (Parquet, JSON lines, CSV)",
+        description="Upload DIR/YYYY-MM-DD/<files> to imports/date=YYYY-MM-DD/ in the events bucket, where "
+        "the import function validates every row and stores the accepted ones as ingestion would, "
+        "writing _report.<file>.json and _rejected.<file>.jsonl beside each input. Prints the reports' "
+        "totals. Re-running it stores nothing twice.",
+    )
+    bulk.add_argument(
+        "dir", metavar="DIR", help="root of the day directories (DIR/2026-01-31/events.parquet)"
+    )
+    bulk.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bulk.add_argument(
+        "--timeout",
+        type=_positive_int,
+        default=900,
+        metavar="SECONDS",
+        help="with --aws, how long to wait for the import function's reports (default: %(default)s)",
+    )
+    _backend_arguments(bulk)
+    bulk.set_defaults(run=_import, command="import")
+
+    convert = commands.add_parser(
+        "convert",
+        help="convert another analytics tool's export to the event model",
+        description="Convert an Amplitude, Mixpanel or Segment export (a file or a directory of them) to "
+        "events of this console's model. OUT ending in .jsonl is one JSON lines file; any other OUT is a "
+        "directory of day directories (OUT/YYYY-MM-DD/<tool>.jsonl), ready for `expconsole import OUT`.",
+    )
+    convert.add_argument(
+        "--from", dest="tool", choices=["amplitude", "mixpanel", "segment"], required=True, help="source tool"
+    )
+    convert.add_argument(
+        "input", metavar="IN", help="the export: a file (.json, .jsonl, .gz, .zip) or directory"
+    )
+    convert.add_argument("output", metavar="OUT", help="a .jsonl file, or a directory of day directories")
+    convert.set_defaults(run=_convert, command="convert")
+
+    pulse = commands.add_parser(
+        "pulse",
+        help="load pulse: compute experiment and holdout results from the stored events",
+        description="Run the pulse pipeline (what load_pulse and the hourly schedule run) in this process, "
+        "against the local server's data (or the account with --aws): every running experiment and enabled "
+        "holdout, or one experiment. Results appear in pulse_results.",
+    )
+    pulse.add_argument("--experiment", metavar="ID", help="only this experiment (default: everything due)")
+    pulse.add_argument("--holdout", metavar="ID", help="only this holdout")
+    pulse.add_argument(
+        "--date",
+        type=_date,
+        metavar="YYYY-MM-DD",
+        help="analyse up to the end of this UTC day instead of up to now",
+    )
+    pulse.add_argument(
+        "--refresh",
+        choices=["full", "incremental"],
+        default="incremental",
+        help="full recomputes every day from the events; incremental reuses unchanged days (default)",
+    )
+    pulse.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _backend_arguments(pulse)
+    pulse.set_defaults(run=_pulse, command="pulse")
     return parser
+
+
+def _date(text: str) -> str:
+    import datetime as dt
+
+    try:
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date YYYY-MM-DD, got {text!r}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -153,8 +226,8 @@ def _exit_now(status: int) -> NoReturn:
 
 
 @contextlib.contextmanager
-def _key_store(args: argparse.Namespace) -> Iterator[str]:
-    """Point this process at the keys' table for the block; yields where that is, for messages.
+def backend_context(args: argparse.Namespace) -> Iterator[str]:
+    """Point this process at the table and bucket for the block (keys, import, pulse); yields where.
 
     Locally that is the backend of a server running on the data dir (so the write is journaled
     by it), or else the data dir's backend started here for the block.
@@ -198,7 +271,7 @@ def _key_store(args: argparse.Namespace) -> Iterator[str]:
 def _keys_create(args: argparse.Namespace) -> int:
     from expconsole.services import keys
 
-    with _key_store(args) as where:
+    with backend_context(args) as where:
         plain, record = keys.create_key(args.kind, args.description)
     print(plain, flush=True)
     print(
@@ -212,13 +285,80 @@ def _keys_create(args: argparse.Namespace) -> int:
 def _keys_list(args: argparse.Namespace) -> int:
     from expconsole.services import keys
 
-    with _key_store(args):
+    with backend_context(args):
         records = sorted(keys.list_keys(), key=lambda r: r.get("createdTime", 0))
     rows = [("KEY ID", "KIND", "CREATED (UTC)", "DESCRIPTION")] + [_key_row(r) for r in records]
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("  ".join([*(row[i].ljust(widths[i]) for i in range(3)), row[3]]).rstrip())
     return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from expconsole import importer
+
+    return importer.run(args)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from expconsole import convert
+
+    return convert.run(args)
+
+
+def _pulse(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from expconsole import kinds
+    from expconsole.api.errors import ApiError
+    from expconsole.services import pulse_loads
+    from expconsole.services.pulse import run
+
+    with backend_context(args) as where:
+        if args.experiment or args.holdout:
+            targets = [(kinds.EXPERIMENT, args.experiment)] if args.experiment else []
+            targets += [(kinds.HOLDOUT, args.holdout)] if args.holdout else []
+        else:
+            targets = pulse_loads.due(int(time.time() * 1000), every_hour=True)
+        if not targets:
+            print(f"Nothing to load in {where}: no running experiment or enabled holdout.", file=sys.stderr)
+            return 0
+        failures = 0
+        for kind, entity_id in targets:
+            bar = tqdm(
+                total=1,
+                desc=f"{kinds.LABEL[kind]} {entity_id}",
+                unit="step",
+                disable=args.no_progress,
+                leave=False,
+            )
+
+            def progress(step: str, done: int, total: int, bar: Any = bar) -> None:
+                bar.total = total
+                bar.n = done
+                bar.set_postfix_str(step, refresh=True)
+
+            try:
+                record = run.load_pulse(
+                    kind,
+                    entity_id,
+                    refresh=args.refresh,
+                    as_of=args.date,
+                    creator="expconsole pulse",
+                    progress=progress,
+                )
+            except ApiError as exc:
+                bar.close()
+                print(f"{kinds.LABEL[kind]} {entity_id}: {exc.status} {exc}", file=sys.stderr)
+                failures += 1
+                continue
+            bar.close()
+            seconds = (record["finishedTime"] - record["createdTime"]) / 1000
+            print(
+                f"{kinds.LABEL[kind]} {entity_id}: {record['finishedState']}, {record['startDs']} to "
+                f"{record['endDs']} in {seconds:.1f} s"
+            )
+    return 1 if failures else 0
 
 
 def _key_row(record: dict[str, Any]) -> tuple[str, str, str, str]:

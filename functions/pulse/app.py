@@ -1,0 +1,61 @@
+"""The pulse pipeline: `load_pulse`, `pulse_load_history`, and the hourly schedule.
+
+Three kinds of invocation reach this function:
+- HTTP (API Gateway): `POST /console/v1/experiments/{id}/load_pulse` runs the load (or, in AWS,
+  where PULSE_INVOKE_ASYNC is set, queues it by invoking this function asynchronously and
+  answers at once); `GET .../pulse_load_history` lists the loads, newest first.
+- `{"pulse": {...}}`: one queued load (from load_pulse or the schedule).
+- The EventBridge schedule (`detail-type: Scheduled Event`): every running experiment whose
+  `scheduledReloadHour`/`scheduledReloadDays` match this hour, and every enabled holdout.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from expconsole.api.app import build
+from expconsole.api.docs import responses
+from expconsole.api.envelope import listed, ok
+from expconsole.api.pagination import PageQuery, link_base
+from expconsole.models.pulse import LoadPulseBody, LoadPulseEnvelope, PulseLoadListEnvelope
+from expconsole.services import pulse_loads
+
+logger = Logger(service="expconsole")
+router = APIGatewayHttpRouter()
+ONE = "/console/v1/experiments/<id>"
+
+
+@router.post(
+    f"{ONE}/load_pulse",
+    tags=["Experiments"],
+    summary="Load pulse: compute the experiment's results from its events",
+    responses=responses(200, LoadPulseEnvelope, "The load (finished, or queued in AWS)", 404),
+)
+def load_pulse(id: str, body: LoadPulseBody | None = None) -> dict[str, Any]:
+    return ok(*pulse_loads.request(id, body or LoadPulseBody()))
+
+
+@router.get(
+    f"{ONE}/pulse_load_history",
+    tags=["Experiments"],
+    summary="List the experiment's pulse loads, newest first",
+    responses=responses(200, PulseLoadListEnvelope, "A page of loads", 404),
+)
+def pulse_load_history(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+    data, pagination = pulse_loads.history(id, query.page, query.limit, *link_base(router))
+    return listed("Pulse load history listed successfully.", data, pagination)
+
+
+app, http_handler = build(router, key_kind="console")
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> Any:
+    if "pulse" in event:
+        return pulse_loads.run_queued(event["pulse"])
+    if event.get("detail-type") == "Scheduled Event":
+        return pulse_loads.scheduled(event.get("time"))
+    return http_handler(event, context)

@@ -1,0 +1,51 @@
+"""Pulse loads: the body of `load_pulse` and the records of `pulse_load_history` (the peer's shapes)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints
+
+from expconsole.api.pagination import Pagination
+from expconsole.models.base import RequestModel, ResponseModel
+
+ReloadType = Literal["full", "incremental", "metric"]
+FinishedState = Literal["success", "failure", "partial_failure", "cancelled", "timeout"]
+MetricId = Annotated[str, StringConstraints(min_length=1, max_length=300)]
+
+
+class LoadPulseBody(RequestModel):
+    """What to reload: `full` recomputes every day from the events, `incremental` reuses stored
+    day aggregates whose events did not change, `metric` writes only `metricIDs`' results."""
+
+    refresh: ReloadType = "full"
+    metricIDs: list[MetricId] | None = Field(
+        None, max_length=100, description="Metric ids (`<name>::<type>`); required with refresh `metric`."
+    )
+    ruleId: Annotated[str, StringConstraints(max_length=100)] | None = Field(
+        None, description="Accepted for the peer's compatibility; experiments have no rules to pick."
+    )
+    turboMode: bool = False
+
+
+class PulseLoad(ResponseModel):
+    creatorName: str
+    createdTime: int
+    finishedTime: int | None = Field(description="Null while the load runs.")
+    finishedState: FinishedState | None = Field(description="Null while the load runs.")
+    startDs: str
+    endDs: str
+    reloadType: ReloadType
+    turboMode: bool
+    message: str | None = Field(None, description="Why a load failed.")
+
+
+class LoadPulseEnvelope(ResponseModel):
+    message: str
+    data: PulseLoad
+
+
+class PulseLoadListEnvelope(ResponseModel):
+    message: str
+    data: list[PulseLoad]
+    pagination: Pagination

@@ -1,0 +1,423 @@
+"""From per-day unit aggregates to cumulative group statistics per result day, and health checks.
+
+Pass 1 reads the exposure columns of every day from the start: a unit's first valid exposure
+(day, time, group) decides everything else. Pass 2 walks the days in order (the 7 days before
+the start included, for CUPED) and, per unit, adds a day's events to its post-exposure sums
+when the unit was exposed before that day (the `np`/`sp` columns on the exposure day itself)
+and to its pre-period sums when the unit's exposure day is 1 to 7 days later. After each day
+from the start, the unit values of every metric (STATS.md) over the rollup window, winsorized,
+give one `GroupStatistics` record per (metric, group): cumulative, as store.group_stats keeps
+them. Memory: one day's aggregate at a time plus a few float arrays per atom over the exposed
+units.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import io
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from expconsole.models.results import GroupStatistics
+from expconsole.services.pulse.aggregate import GROUP_SEP
+from expconsole.services.pulse.plan import PRE_DAYS, WINSORIZED, EntityPlan, MetricPlan
+from expconsole.services.results import record_of
+from expconsole.stats import CupedRatioStatistic, CupedStatistic
+from expconsole.stats.health import srm_check
+from expconsole.stats.winsor import winsorize
+
+Parts = dict[str, bytes]
+
+
+@dataclasses.dataclass
+class DayResult:
+    ds: str
+    records: list[GroupStatistics]
+    units: dict[str, int]
+
+
+@dataclasses.dataclass
+class Analysis:
+    days: list[DayResult]
+    health: dict[str, Any]
+
+
+def read(parts: Parts, name: str, columns: list[str] | None = None) -> pa.Table:
+    return pq.read_table(io.BytesIO(parts[name]), columns=columns)
+
+
+class _Window:
+    """Per-unit post-exposure sums over the rollup window: cumulative, or the last R days."""
+
+    def __init__(self, n_atoms: int, n_units: int, rollup: int) -> None:
+        self.rollup = rollup
+        self.cum = np.zeros((n_atoms, 3, n_units))  # [n, s, days with events]
+        self.ring: deque[np.ndarray] = deque(maxlen=max(rollup, 1))
+
+    def day_target(self) -> np.ndarray:
+        """Where a day's sums go: the cumulative array itself, or a new day in the ring."""
+        if self.rollup == -1:
+            return self.cum
+        day = np.zeros_like(self.cum)
+        self.ring.append(day)
+        return day
+
+    def value(self) -> np.ndarray:
+        if self.rollup == -1:
+            return self.cum
+        return np.sum(np.stack(list(self.ring)), axis=0) if self.ring else self.cum
+
+
+def _day_number(ds: str) -> int:
+    return dt.date.fromisoformat(ds).toordinal()
+
+
+def analyse(
+    plan: EntityPlan,
+    days: list[str],
+    parts: list[Parts],
+    healths: list[dict[str, int]],
+    first_result: int,
+    metric_ids: set[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Analysis:
+    """Records for each day from `days[first_result]` on; `parts[i]` is day i's aggregate."""
+    n_days, n_atoms = len(days), len(plan.atoms)
+    analysed = plan.analysed_groups
+    group_code = {g: i for i, g in enumerate(analysed)}
+
+    # Pass 1: first exposures.
+    frames = []
+    for i in range(first_result, n_days):
+        t = read(parts[i], "units", ["unit", "exp_ts", "exp_group", "exp_groups"])
+        t = t.filter(pc.is_valid(t["exp_ts"]))
+        frames.append(t.append_column("day", pa.array(np.full(t.num_rows, i, dtype=np.int32))))
+    exposures = pa.concat_tables(frames) if frames else None
+    if exposures is not None and exposures.num_rows:
+        enc = pc.dictionary_encode(exposures["unit"]).combine_chunks()
+        codes = enc.indices.to_numpy(zero_copy_only=False)
+        order = np.lexsort((exposures["exp_ts"].to_numpy(), codes))
+        _, first = np.unique(codes[order], return_index=True)
+        pick = order[first]
+        units = enc.dictionary.take(pa.array(codes[pick]))
+        e_day = exposures["day"].to_numpy()[pick].astype(np.int64)
+        e_ts = exposures["exp_ts"].to_numpy()[pick]
+        groups = exposures["exp_group"].to_numpy(zero_copy_only=False)[pick]
+        e_group = np.array([group_code.get(g, -1) for g in groups], dtype=np.int64)
+        seen = pa.table({"c": pa.array(codes), "g": exposures["exp_groups"]})
+        per_unit = seen.group_by("c").aggregate([("g", "count_distinct")])
+        multi = per_unit["g_count_distinct"].to_numpy() > 1
+        multi |= np.isin(
+            per_unit["c"].to_numpy(),
+            codes[
+                pc.fill_null(pc.match_substring(exposures["exp_groups"], GROUP_SEP), False).to_numpy(
+                    zero_copy_only=False
+                )
+            ],
+        )
+        crossover_units = int(multi.sum())
+    else:
+        units = pa.array([], pa.string())
+        e_day = e_ts = e_group = np.zeros(0, dtype=np.int64)
+        crossover_units = 0
+    n_units = len(units)
+
+    # Pass 2: walk the days.
+    window = _Window(n_atoms, n_units, plan.rollup)
+    pre = np.zeros((n_atoms, 3, n_units))
+    distinct_post: list[pa.Table] = []
+    distinct_pre: list[pa.Table] = []
+    funnel_post: list[pa.Table] = []
+    funnel_pre: list[pa.Table] = []
+    results: list[DayResult] = []
+    first_seen: dict[str, str] = {}
+    last_seen: dict[str, str] = {}
+    for d in range(n_days):
+        t = read(parts[d], "units")
+        g = pc.index_in(t["unit"], value_set=units).to_numpy(zero_copy_only=False)
+        g = np.where(np.isnan(g), -1, g).astype(np.int64) if g.dtype.kind == "f" else g.astype(np.int64)
+        sel = g >= 0
+        gs = g[sel]
+        ed = e_day[gs]
+        is_full, is_first, is_pre = ed < d, ed == d, (ed > d) & (ed - PRE_DAYS <= d)
+        day = window.day_target()
+        for a in range(n_atoms):
+            n_all = t[f"n{a}"].to_numpy()[sel]
+            n_post = t[f"np{a}"].to_numpy()[sel]
+            has_s = f"s{a}" in t.column_names
+            s_all = t[f"s{a}"].to_numpy()[sel] if has_s else n_all
+            s_post = t[f"sp{a}"].to_numpy()[sel] if has_s else n_post
+            n_day = np.where(is_full, n_all, np.where(is_first, n_post, 0.0))
+            s_day = np.where(is_full, s_all, np.where(is_first, s_post, 0.0))
+            day[a, 0, gs] += n_day
+            day[a, 1, gs] += s_day
+            day[a, 2, gs] += n_day > 0
+            pre[a, 0, gs[is_pre]] += n_all[is_pre]
+            pre[a, 1, gs[is_pre]] += s_all[is_pre]
+            pre[a, 2, gs[is_pre]] += n_all[is_pre] > 0
+        for name, post_list, pre_list in (
+            ("distinct", distinct_post, distinct_pre),
+            ("funnel", funnel_post, funnel_pre),
+        ):
+            rows = read(parts[d], name)
+            if not rows.num_rows:
+                continue
+            rg = pc.index_in(rows["unit"], value_set=units).to_numpy(zero_copy_only=False)
+            rg = (
+                np.where(np.isnan(rg), -1, rg).astype(np.int64)
+                if rg.dtype.kind == "f"
+                else rg.astype(np.int64)
+            )
+            ok = rg >= 0
+            rows, rg = rows.filter(pa.array(ok)), rg[ok]
+            rts = rows["ts"].to_numpy()
+            post = (e_day[rg] < d) | ((e_day[rg] == d) & (rts >= e_ts[rg]))
+            before = (e_day[rg] > d) & (e_day[rg] - PRE_DAYS <= d)
+            rows = rows.drop_columns(["unit"]).append_column("g", pa.array(rg))
+            rows = rows.append_column("day", pa.array(np.full(rows.num_rows, d, dtype=np.int32)))
+            post_list.append(rows.filter(pa.array(post)))
+            pre_list.append(rows.filter(pa.array(before)))
+        if d < first_result:
+            continue
+        ds = days[d]
+        if progress:
+            progress(ds)
+        ctx = _Context(
+            plan, d, e_day, window.value(), pre, distinct_post, distinct_pre, funnel_post, funnel_pre
+        )
+        exposed = e_day <= d
+        in_group = {code: exposed & (e_group == code) for code in range(len(analysed))}
+        counts = {gid: int(in_group[code].sum()) for gid, code in group_code.items()}
+        analysed_mask = exposed & (e_group >= 0)
+        records = []
+        for metric in plan.metrics:
+            if metric.missing or (metric_ids is not None and metric.id not in metric_ids):
+                continue
+            x, den, px, pden = ctx.metric_values(metric, analysed_mask)
+            if np.any(x[analysed_mask] != 0) or (den is not None and np.any(den[analysed_mask] != 0)):
+                first_seen.setdefault(metric.id, ds)
+                last_seen[metric.id] = ds
+            for gid, code in group_code.items():
+                mask = in_group[code]
+                if not mask.any():
+                    continue
+                if den is None:
+                    stat: Any = CupedStatistic.from_values(x[mask], px[mask])
+                else:
+                    stat = CupedRatioStatistic.from_values(x[mask], den[mask], px[mask], pden[mask])
+                records.append(
+                    record_of(
+                        stat,
+                        kind=plan.kind,
+                        entity_id=plan.id,
+                        ds=ds,
+                        metric_id=metric.id,
+                        group_id=gid,
+                        directionality=metric.directionality,
+                    )
+                )
+        results.append(DayResult(ds, records, counts))
+
+    computed = [m for m in plan.metrics if metric_ids is None or m.id in metric_ids]
+    health = _health(
+        plan, results, healths[first_result:], crossover_units, n_units, first_seen, last_seen, computed
+    )
+    return Analysis(results, health)
+
+
+class _Context:
+    """Unit values of metrics for one result day (post window, pre period, distinct, funnels)."""
+
+    def __init__(
+        self,
+        plan: EntityPlan,
+        d: int,
+        e_day: np.ndarray,
+        post: np.ndarray,
+        pre: np.ndarray,
+        distinct_post: list[pa.Table],
+        distinct_pre: list[pa.Table],
+        funnel_post: list[pa.Table],
+        funnel_pre: list[pa.Table],
+    ) -> None:
+        self.plan, self.d, self.e_day, self.post, self.pre = plan, d, e_day, post, pre
+        self.n_units = len(e_day)
+        first_day = d - plan.rollup + 1 if plan.rollup > 0 else -(10**9)
+        self.window_days = np.where(e_day <= d, d - np.maximum(e_day, first_day) + 1, 0).astype(float)
+        self._rows = {"distinct": (distinct_post, distinct_pre), "funnel": (funnel_post, funnel_pre)}
+        self._first_day = first_day
+        self._cache: dict[tuple[str, int, bool], Any] = {}
+
+    def _rows_of(self, name: str, pre: bool) -> pa.Table | None:
+        parts = self._rows[name][1 if pre else 0]
+        if not parts:
+            return None
+        table = pa.concat_tables(parts)
+        if not pre:
+            table = table.filter(pc.greater_equal(table["day"], self._first_day))
+        return table
+
+    def distinct_count(self, atom: int, pre: bool) -> np.ndarray:
+        key = ("distinct", atom, pre)
+        if key not in self._cache:
+            out = np.zeros(self.n_units)
+            rows = self._rows_of("distinct", pre)
+            if rows is not None and rows.num_rows:
+                rows = rows.filter(pc.equal(rows["atom"], atom))
+                counted = rows.group_by("g").aggregate([("value", "count_distinct")])
+                out[counted["g"].to_numpy()] = counted["value_count_distinct"].to_numpy()
+            self._cache[key] = out
+        return self._cache[key]
+
+    def funnel(self, index: int, pre: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Users mode: 1 if every step was done in order. Events mode: (completions, starts)."""
+        funnel = self.plan.funnels[index]
+        rows = self._rows_of("funnel", pre)
+        k = len(funnel.steps)
+        if rows is None or not rows.num_rows:
+            zero = np.zeros(self.n_units)
+            return zero, (zero.copy() if funnel.mode == "events" else None)
+        rows = rows.filter(pc.equal(rows["funnel"], index))
+        g, ts, step = rows["g"].to_numpy(), rows["ts"].to_numpy(), rows["step"].to_numpy()
+        order = np.lexsort((step, ts, g))
+        g, ts, step = g[order], ts[order], step[order]
+        if funnel.mode == "users":
+            reached = np.full(self.n_units, np.iinfo(np.int64).min)  # time the previous step was done
+            done = np.ones(self.n_units, dtype=bool)
+            for s in range(k):
+                same_atom = s > 0 and funnel.steps[s] == funnel.steps[s - 1]
+                m = step == s
+                gm, tm = g[m], ts[m]
+                ok = done[gm] & ((tm > reached[gm]) if same_atom else (tm >= reached[gm]))
+                t_next = np.full(self.n_units, np.iinfo(np.int64).max)
+                np.minimum.at(t_next, gm[ok], tm[ok])
+                done = t_next != np.iinfo(np.int64).max
+                reached = t_next
+            return done.astype(float), None
+        # Events mode: a first-step event starts an attempt (restarting one in progress); the next
+        # step's event at or after the previous step's advances it, as in users mode (an event
+        # of the same atom as the previous step must be strictly later: one event is one step).
+        starts = np.zeros(self.n_units)
+        completions = np.zeros(self.n_units)
+        state: dict[int, tuple[int, int]] = {}  # unit -> (next step, time of the last step)
+        for unit, t, s in zip(g.tolist(), ts.tolist(), step.tolist(), strict=True):
+            at, last_t = state.get(unit, (0, 0))
+            if at > 0 and s == at and not (funnel.steps[s] == funnel.steps[s - 1] and t == last_t):
+                at += 1
+                if at == k:
+                    completions[unit] += 1
+                    at = 0
+                state[unit] = (at, t)
+            elif s == 0:
+                starts[unit] += 1
+                state[unit] = (1, t)
+                if k == 1:
+                    completions[unit] += 1
+                    state[unit] = (0, t)
+        return completions, starts
+
+    def values(self, metric: MetricPlan, pre: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """Unit values (numerator, denominator or None) of a metric, not winsorized."""
+        sums = self.pre if pre else self.post
+        t = metric.type
+        if t in ("event_count", "event_count_custom"):
+            x = np.zeros(self.n_units)
+            for a in metric.atoms:
+                x += self.distinct_count(a, pre) if self.plan.atoms[a].distinct else sums[a, 0]
+            return x, None
+        if t == "event_user":
+            return (sum((sums[a, 0] for a in metric.atoms), np.zeros(self.n_units)) > 0).astype(float), None
+        if t == "event_dau":
+            days = np.full(self.n_units, float(PRE_DAYS)) if pre else self.window_days
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(days > 0, sums[metric.atoms[0], 2] / np.maximum(days, 1), 0.0), None
+        if t == "sum":
+            return sum((sums[a, 1] for a in metric.atoms), np.zeros(self.n_units)), None
+        if t == "composite_sum":
+            x = np.zeros(self.n_units)
+            for c in metric.components:
+                cx, cd = self.values(c, pre)
+                x += cx if cd is None else np.divide(cx, cd, out=np.zeros_like(cx), where=cd != 0)
+            return x, None
+        if t == "ratio":
+            num, den = metric.components
+            nx, nd = self.values(num, pre)
+            dx, dd = self.values(den, pre)
+            nx = nx if nd is None else np.divide(nx, nd, out=np.zeros_like(nx), where=nd != 0)
+            dx = dx if dd is None else np.divide(dx, dd, out=np.zeros_like(dx), where=dd != 0)
+            return nx, dx
+        if t == "funnel" and metric.funnel is not None:
+            return self.funnel(metric.funnel, pre)
+        return np.zeros(self.n_units), None
+
+    def metric_values(
+        self, metric: MetricPlan, analysed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
+        """(x, denominator or None, pre x, pre denominator), winsorized where STATS.md says."""
+        x, den = self.values(metric, False)
+        px, pden = self.values(metric, True)
+        if metric.type == "ratio":
+            num, dmetric = metric.components
+            x, px = _winsorized(num.type, x, analysed), _winsorized(num.type, px, analysed)
+            den = _winsorized(dmetric.type, den, analysed)
+            pden = _winsorized(dmetric.type, pden, analysed)
+        else:
+            x, px = _winsorized(metric.type, x, analysed), _winsorized(metric.type, px, analysed)
+        if den is not None:
+            return x, den, px, pden if pden is not None else np.zeros_like(px)
+        return x, None, px, np.zeros_like(px)
+
+
+def _winsorized(metric_type: str, values: np.ndarray | None, analysed: np.ndarray) -> np.ndarray | None:
+    """Cap at the 99.9th percentile of the non-zero values of the analysed units (STATS.md)."""
+    if values is None or metric_type not in WINSORIZED:
+        return values
+    _, threshold = winsorize(values[analysed])
+    return values if threshold is None else np.minimum(values, threshold)
+
+
+def _health(
+    plan: EntityPlan,
+    results: list[DayResult],
+    healths: list[dict[str, int]],
+    crossover_units: int,
+    exposed_units: int,
+    first_seen: dict[str, str],
+    last_seen: dict[str, str],
+    computed: list[MetricPlan],
+) -> dict[str, Any]:
+    """The health checks of the latest day: exposures, SRM, crossover, invalid exposures, metrics.
+
+    Only the `computed` metrics (all but those a `metric` refresh leaves alone) are judged."""
+    counts: dict[str, int] = {}
+    for day_counts in healths:
+        for key, value in day_counts.items():
+            counts[key] = counts.get(key, 0) + int(value)
+    latest = results[-1] if results else None
+    units = latest.units if latest else {}
+    groups = [g for g in plan.groups if not g.get("disabled")]
+    observed = [units.get(g["id"], 0) for g in groups]
+    sizes = [float(g.get("size") or 0) for g in groups]
+    srm: dict[str, Any] = {"status": "pass", "p_value": None}
+    if sum(observed) > 0 and sum(sizes) > 0 and len(groups) > 1:
+        check = srm_check(observed, sizes)
+        srm = {"status": check.status, "p_value": check.p_value}
+    missing = [m.id for m in computed if m.missing or m.id not in first_seen]
+    return {
+        "ds": latest.ds if latest else None,
+        "units": units,
+        "exposedUnits": exposed_units,
+        "crossoverUnits": crossover_units,
+        "srm": srm,
+        "exposures": counts,
+        "missingMetrics": missing,
+        "metricDates": {m.id: (first_seen.get(m.id), last_seen.get(m.id)) for m in computed},
+        "groups": [{"id": g["id"], "name": g["name"], "size": g.get("size")} for g in groups],
+    }

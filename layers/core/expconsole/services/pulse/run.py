@@ -1,0 +1,333 @@
+"""One pulse run for an experiment or holdout: days → aggregates → statistics → health → history.
+
+A run analyses everything up to its own start (today's partial day included), or up to the end
+of `as_of` (the CLI's `--date`), and never past the experiment's end or decision. Days run from
+7 days before the start (the CUPED pre-period) to that cutoff. Per day:
+
+1. a finished day (before today, UTC) is compacted into Parquet (daydata.compact: only when raw
+   objects arrived since the last compaction);
+2. its unit aggregate is reused when stored with the same plan fingerprint, the same set of raw
+   objects and the same cutoff (`incremental`, the scheduled runs), else computed from the
+   day's events and stored under `pulse/<kind>=<id>/date=D/` (`full` recomputes every day);
+3. the combination (analyse.py) gives cumulative records per result day, written through
+   services.results.write_day, and the health checks, stored on the experiment (`_health`).
+
+`refresh=metric` writes only the records of `metricIDs`. The run's history record is written
+when it starts (`running`) and when it ends (`success` or `failure`, with the reason).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from expconsole import kinds
+from expconsole.services import entities
+from expconsole.services.pulse import daydata
+from expconsole.services.pulse.aggregate import aggregate_day
+from expconsole.services.pulse.analyse import Analysis, analyse
+from expconsole.services.pulse.plan import DAY_MS, PRE_DAYS, EntityPlan, experiment_plan, holdout_plan
+from expconsole.services.results import write_day
+from expconsole.store import dynamo, pulse_runs, s3
+
+Progress = Callable[[str, int, int], None]
+PARTS = ("units", "distinct", "funnel")
+
+
+def _ds(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).date().isoformat()
+
+
+def _day_start(ds: str) -> int:
+    return int(dt.datetime.fromisoformat(ds).replace(tzinfo=dt.UTC).timestamp() * 1000)
+
+
+def day_range(first: str, last: str) -> list[str]:
+    a, b = dt.date.fromisoformat(first), dt.date.fromisoformat(last)
+    return [(a + dt.timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
+
+
+def aggregate_prefix(plan: EntityPlan, ds: str) -> str:
+    return f"{s3.PULSE_PREFIX}{plan.kind.lower()}={plan.id}/date={ds}/"
+
+
+def plan_for(kind: str, entity_id: str, now: int) -> EntityPlan:
+    doc = entities.load(kind, entity_id)
+    return experiment_plan(doc, now) if kind == kinds.EXPERIMENT else holdout_plan(doc)
+
+
+def _day_parts(
+    plan: EntityPlan, ds: str, cutoff: int, today: str, refresh: str, exposure_cutoff: int | None = None
+) -> tuple[dict[str, bytes], dict[str, int], bool]:
+    """The day's aggregate (Parquet parts), its exposure counts, and whether it was recomputed.
+
+    Events before `cutoff` are aggregated; exposures up to `exposure_cutoff` are read (after a
+    decision, to count the exposures that came after it)."""
+    if ds < today:
+        daydata.compact(ds)
+    keys = daydata.raw_keys(ds)
+    prefix = aggregate_prefix(plan, ds)
+    exposure_cutoff = cutoff if exposure_cutoff is None else max(cutoff, exposure_cutoff)
+    stamp = {
+        "fingerprint": plan.fingerprint(),
+        "sources": daydata.sources_digest(keys),
+        "cutoff": cutoff,
+        "exposureCutoff": exposure_cutoff,
+    }
+    if refresh != "full":
+        body = s3.get_if_exists(prefix + "_manifest.json")
+        manifest = json.loads(body) if body else None
+        if manifest is not None and all(manifest.get(k) == v for k, v in stamp.items()):
+            parts = {name: s3.get(f"{prefix}{name}.parquet") for name in PARTS}
+            return parts, manifest["health"], False
+    table, _ = daydata.read_day(ds)
+    agg = aggregate_day(plan, table, cutoff, exposure_cutoff)
+    parts = agg.to_parquet()
+    for name, body in parts.items():
+        s3.put_object(f"{prefix}{name}.parquet", body, "application/vnd.apache.parquet")
+    s3.put_object(
+        prefix + "_manifest.json", json.dumps({**stamp, "health": agg.health}).encode(), "application/json"
+    )
+    return parts, agg.health, True
+
+
+def execute(
+    plan: EntityPlan,
+    *,
+    now: int,
+    as_of: str | None = None,
+    refresh: str = "full",
+    metric_ids: set[str] | None = None,
+    progress: Progress | None = None,
+) -> tuple[Analysis, list[str]]:
+    """Aggregate and analyse the plan's days; write the records. Returns the analysis and result days."""
+    cutoff = now
+    if plan.end_ms is not None:
+        cutoff = min(cutoff, plan.end_ms)
+    if as_of is not None:
+        cutoff = min(cutoff, _day_start(as_of) + DAY_MS)
+    if cutoff <= plan.start_ms:
+        return Analysis([], {}), []
+    start_ds = _ds(plan.start_ms)
+    first = (dt.date.fromisoformat(start_ds) - dt.timedelta(days=PRE_DAYS)).isoformat()
+    days = day_range(first, _ds(cutoff - 1))
+    # After a decision, exposures keep being read up to the run's own end: the health checks
+    # count those that came after it (they expose nobody). Days past the decision day are
+    # read for that alone.
+    exposure_end = cutoff
+    if plan.decision_ms is not None:
+        exposure_end = max(cutoff, now if as_of is None else min(now, _day_start(as_of) + DAY_MS))
+    health_days = day_range(_ds(cutoff - 1), _ds(exposure_end - 1))[1:]
+    today = _ds(now)
+    parts, healths, extra_healths = [], [], []
+    total = len(days) * 2 - PRE_DAYS + len(health_days)
+    for i, ds in enumerate(days + health_days):
+        if progress:
+            progress(f"events {ds}", i, total)
+        day_end = _day_start(ds) + DAY_MS
+        p, h, _ = _day_parts(plan, ds, min(cutoff, day_end), today, refresh, min(exposure_end, day_end))
+        if i < len(days):
+            parts.append(p)
+            healths.append(h)
+        else:
+            extra_healths.append(h)
+    step = [len(days) + len(health_days)]
+
+    def analysed(ds: str) -> None:
+        if progress:
+            progress(f"results {ds}", step[0], total)
+        step[0] += 1
+
+    analysis = analyse(plan, days, parts, healths, PRE_DAYS, metric_ids, analysed)
+    counts = analysis.health.get("exposures")
+    for h in extra_healths if counts is not None else []:
+        for key, value in h.items():
+            counts[key] = counts.get(key, 0) + int(value)
+    for day in analysis.days:
+        write_day(plan.kind, plan.id, day.ds, day.records, day.units)
+    if progress:
+        progress("done", total, total)
+    return analysis, [d.ds for d in analysis.days]
+
+
+def _previous_metric_dates(previous: dict[str, Any] | None) -> tuple[dict[str, tuple[Any, Any]], set[str]]:
+    """(metric -> (earliest, latest), missing metrics) of a stored health document."""
+    for check in (previous or {}).get("checks", []):
+        if check.get("type") == "metrics":
+            meta = check.get("metadata") or {}
+            dates = {
+                m["metric_name"]: (m["earliest_date"], m["latest_date"]) for m in meta.get("metrics", [])
+            }
+            return dates, set(meta.get("missingMetrics", []))
+    return {}, set()
+
+
+def health_doc(
+    plan: EntityPlan, analysis: Analysis, now: int, previous: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`healthCheckStatus` and `healthChecks` (the contract's shape) from the latest analysis.
+
+    Metrics the analysis did not compute (a `metric` refresh) keep what `previous` (the stored
+    health document) said of them."""
+    h = analysis.health
+    units: dict[str, int] = h.get("units", {})
+    total = sum(units.values())
+    groups = h.get("groups", [])
+    sizes = sum(float(g.get("size") or 0) for g in groups) or 1.0
+    srm = h.get("srm", {})
+    srm_status = {"pass": "PASSED", "warn": "WARNING", "fail": "FAILED"}.get(srm.get("status"), "PASSED")
+    exposures = h.get("exposures", {})
+    invalid = sum(exposures.get(k, 0) for k in ("unknownGroup", "disabledGroup", "afterDecision"))
+    all_exposures = invalid + exposures.get("valid", 0)
+    exposed = h.get("exposedUnits", 0)
+    crossover = 100.0 * h.get("crossoverUnits", 0) / exposed if exposed else 0.0
+    empty_group = total >= 100 and any(units.get(g["id"], 0) == 0 for g in groups)
+    balance = (
+        "FAILED"
+        if empty_group
+        else (
+            "WARNING" if crossover > 1.0 or (all_exposures and invalid / all_exposures > 0.01) else "PASSED"
+        )
+    )
+    dates: dict[str, Any] = dict(h.get("metricDates", {}))
+    missing = list(h.get("missingMetrics", []))
+    old_dates, old_missing = _previous_metric_dates(previous)
+    for m in plan.metrics:
+        if m.id not in dates and m.id not in missing:
+            if m.id in old_dates:
+                dates[m.id] = old_dates[m.id]
+            if m.id in old_missing or m.id not in old_dates:
+                missing.append(m.id)
+    dates = {m.id: dates[m.id] for m in plan.metrics if m.id in dates}
+    missing = [m.id for m in plan.metrics if m.id in missing]
+    base = {"primary_id_type": plan.id_type, "lastPulseLoadTime": now, "lastUpdatedDs": h.get("ds")}
+    checks = [
+        {
+            "name": "Pulse loaded",
+            "description": f"{exposed} units exposed up to {h.get('ds')}." if total else "No exposures yet.",
+            "status": "PASSED",
+            "type": "has_checks",
+            "metadata": {"type": "has_checks", **base},
+        },
+        {
+            "name": "Sample ratio",
+            "description": "Chi-squared test of the units per group against the configured sizes.",
+            "status": srm_status,
+            "type": "srm",
+            "metadata": {
+                "type": "srm",
+                "p_value": srm.get("p_value"),
+                "groups": [
+                    {
+                        "groupID": g["id"],
+                        "groupName": g["name"],
+                        "units": units.get(g["id"], 0),
+                        "expectedPercent": 100.0 * float(g.get("size") or 0) / sizes,
+                        "observedPercent": 100.0 * units.get(g["id"], 0) / total if total else None,
+                    }
+                    for g in groups
+                ],
+            },
+        },
+        {
+            "name": "Exposure balance",
+            "description": "Every enabled group gets units; few cross groups or have bad exposures.",
+            "status": balance,
+            "type": "exposure_balance",
+            "metadata": {
+                "type": "exposure_balance",
+                "crossoverPercent": crossover,
+                "unknownGroupExposures": exposures.get("unknownGroup", 0),
+                "disabledGroupExposures": exposures.get("disabledGroup", 0),
+                "exposuresAfterDecision": exposures.get("afterDecision", 0),
+                "validExposures": exposures.get("valid", 0),
+            },
+        },
+        {
+            "name": "Metrics",
+            "description": "Metrics with data, and the first and last day each had any.",
+            "status": "WARNING" if missing else "PASSED",
+            "type": "metrics",
+            "metadata": {
+                "type": "metrics",
+                "missingMetrics": missing,
+                "metrics": [
+                    {"metric_name": mid, "earliest_date": first, "latest_date": last}
+                    for mid, (first, last) in dates.items()
+                ],
+            },
+        },
+    ]
+    statuses = {c["status"] for c in checks}
+    status = "FAILED" if "FAILED" in statuses else "WARNING" if "WARNING" in statuses else "PASSED"
+    return {"status": status, "checks": checks}
+
+
+def load_pulse(
+    kind: str,
+    entity_id: str,
+    *,
+    refresh: str = "full",
+    metric_ids: list[str] | None = None,
+    turbo: bool = False,
+    creator: str = "Console API",
+    as_of: str | None = None,
+    now: int | None = None,
+    progress: Progress | None = None,
+    run_id: str | None = None,
+    created: int | None = None,
+) -> dict[str, Any]:
+    """Run the pipeline for one entity, recording it in the load history; the history record.
+
+    `run_id`/`created` continue a queued load's record (services.pulse_loads) instead of adding one.
+    """
+    now = entities.now_ms() if now is None else now
+    plan = plan_for(kind, entity_id, now)
+    run_id = run_id or uuid.uuid4().hex[:12]
+    end = min(now, plan.end_ms or now)
+    if as_of is not None:
+        end = min(end, _day_start(as_of) + DAY_MS - 1)
+    record: dict[str, Any] = {
+        "creatorName": creator,
+        "createdTime": created or now,
+        "finishedTime": None,
+        "finishedState": None,
+        "startDs": _ds(plan.start_ms),
+        "endDs": _ds(max(end, plan.start_ms)),
+        "reloadType": refresh,
+        "turboMode": turbo,
+    }
+    pulse_runs.put(kind, entity_id, run_id, record)
+    try:
+        analysis, result_days = execute(
+            plan,
+            now=now,
+            as_of=as_of,
+            refresh=refresh,
+            metric_ids=set(metric_ids) if refresh == "metric" and metric_ids else None,
+            progress=progress,
+        )
+        if kind == kinds.EXPERIMENT and result_days:
+            previous = (
+                (dynamo.get(kind, entity_id) or {}).get("_health")
+                if refresh == "metric" and metric_ids
+                else None
+            )
+            dynamo.set_internal(kind, entity_id, "_health", health_doc(plan, analysis, now, previous))
+        record.update(finishedState="success", finishedTime=int(time.time() * 1000))
+        if result_days:
+            record["endDs"] = result_days[-1]
+    except Exception as exc:
+        record.update(
+            finishedState="failure",
+            finishedTime=int(time.time() * 1000),
+            message=f"{type(exc).__name__}: {exc}",
+        )
+        pulse_runs.put(kind, entity_id, run_id, record)
+        raise
+    pulse_runs.put(kind, entity_id, run_id, record)
+    return record

@@ -1,0 +1,192 @@
+"""Pulse loads as the API and the schedule ask for them: validate, run or queue, list history.
+
+In AWS a load is asynchronous: `PULSE_INVOKE_ASYNC` (set on the pulse function in template.yaml)
+makes `load_pulse` record a queued load and invoke the function itself with `{"pulse": ...}`
+(InvocationType Event), then answer at once. The local server does not set it (it passes only
+the template's global environment), so there a load runs within the request and the answer
+carries its outcome. The pipeline itself (services.pulse.run, numpy and pyarrow) is imported
+only when a load runs.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import uuid
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from expconsole import aws, kinds
+from expconsole.api.errors import BadRequest, ServiceUnavailable
+from expconsole.api.pagination import paginate
+from expconsole.models.pulse import LoadPulseBody
+from expconsole.services import entities, experiments
+from expconsole.store import dynamo, pulse_runs
+
+logger = Logger(service="expconsole")
+ASYNC_ENV = "PULSE_INVOKE_ASYNC"
+
+
+def _async() -> bool:
+    return os.environ.get(ASYNC_ENV, "").lower() == "true" and bool(
+        os.environ.get("AWS_LAMBDA_FUNCTION_NAME")
+    )
+
+
+def _metric_ids(doc: dict[str, Any]) -> set[str]:
+    out = set()
+    for field in ("primaryMetrics", "secondaryMetrics", "otherMetrics"):
+        for ref in doc.get(field) or []:
+            out.add(f"{ref['name']}::{ref['type']}" if isinstance(ref, dict) else str(ref))
+    return out
+
+
+def request(exp_id: str, body: LoadPulseBody) -> tuple[str, dict[str, Any]]:
+    """Load (or queue) pulse for one experiment; (message, the load's history record)."""
+    doc = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
+    if doc.get("startTime") is None:
+        raise BadRequest.field("id", "the experiment has not started: start it before loading pulse")
+    if body.refresh == "metric":
+        if not body.metricIDs:
+            raise BadRequest.field("metricIDs", "is required with refresh 'metric': the metrics to reload")
+        unknown = sorted(set(body.metricIDs) - _metric_ids(doc))
+        if unknown:
+            raise BadRequest.field("metricIDs", f"not metrics of this experiment: {', '.join(unknown)}")
+    job = {
+        "kind": kinds.EXPERIMENT,
+        "id": exp_id,
+        "refresh": body.refresh,
+        "metricIDs": body.metricIDs,
+        "turboMode": body.turboMode,
+        "creator": _creator(),
+        "runID": uuid.uuid4().hex[:12],
+        "createdTime": entities.now_ms(),
+    }
+    if _async():
+        record = _queued_record(doc, job)
+        pulse_runs.put(kinds.EXPERIMENT, exp_id, job["runID"], record)
+        _invoke(job)
+        return "Experiment is loading.", record
+    return "Pulse loaded.", _run(job)
+
+
+def _creator() -> str:
+    from expconsole import context
+
+    caller = context.current()
+    return f"Console API ({caller.key_id})" if caller and caller.key_id else "Console API"
+
+
+def _queued_record(doc: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+    day = dt.datetime.fromtimestamp(job["createdTime"] / 1000, dt.UTC).date().isoformat()
+    start = dt.datetime.fromtimestamp(doc["startTime"] / 1000, dt.UTC).date().isoformat()
+    return {
+        "creatorName": job["creator"],
+        "createdTime": job["createdTime"],
+        "finishedTime": None,
+        "finishedState": None,
+        "startDs": start,
+        "endDs": day,
+        "reloadType": job["refresh"],
+        "turboMode": job["turboMode"],
+    }
+
+
+def _invoke(job: dict[str, Any]) -> None:
+    try:
+        aws.client("lambda").invoke(
+            FunctionName=os.environ["AWS_LAMBDA_FUNCTION_NAME"],
+            InvocationType="Event",
+            Payload=json.dumps({"pulse": job}).encode(),
+        )
+    except Exception as exc:
+        logger.warning("Queueing a pulse load failed", exc_info=True)
+        raise ServiceUnavailable("The load could not be queued; retry.") from exc
+
+
+def _run(job: dict[str, Any]) -> dict[str, Any]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from expconsole.services.pulse import run
+
+    try:
+        return run.load_pulse(
+            job["kind"],
+            job["id"],
+            refresh=job.get("refresh", "full"),
+            metric_ids=job.get("metricIDs"),
+            turbo=bool(job.get("turboMode")),
+            creator=job.get("creator", "Console API"),
+            run_id=job.get("runID"),
+            created=job.get("createdTime"),
+        )
+    except (BotoCoreError, ClientError) as exc:
+        logger.warning("Storage failed during a pulse load", exc_info=True)
+        raise ServiceUnavailable("Storage failed during the load; retry it.") from exc
+
+
+def run_queued(job: dict[str, Any]) -> dict[str, Any]:
+    """A queued load (async invocation): run it; failures are in its history record."""
+    try:
+        return _run(job)
+    except Exception:
+        logger.exception("Pulse load failed", extra={"kind": job.get("kind"), "id": job.get("id")})
+        return {"finishedState": "failure"}
+
+
+def history(
+    exp_id: str, page: int, limit: int, path: str, raw_query: str
+) -> tuple[list[Any], dict[str, Any]]:
+    entities.load(kinds.EXPERIMENT, exp_id)
+    return paginate(
+        pulse_runs.list_runs(kinds.EXPERIMENT, exp_id), page=page, limit=limit, path=path, raw_query=raw_query
+    )
+
+
+def due(now_ms: int, every_hour: bool = False) -> list[tuple[str, str]]:
+    """(kind, id) of what the hourly schedule loads now: running experiments whose reload hour
+    (UTC, null = every hour) and days (0 = Sunday, null = every day) match, and enabled holdouts.
+    `every_hour` (the CLI) takes every running experiment whatever its schedule."""
+    moment = dt.datetime.fromtimestamp(now_ms / 1000, dt.UTC)
+    weekday = (moment.weekday() + 1) % 7  # Monday 0 in Python; Sunday 0 in the contract
+    out = []
+    for doc in dynamo.list_all(kinds.EXPERIMENT):
+        doc = experiments.effective(doc, now_ms)
+        if doc.get("status") not in experiments.RUNNING or doc.get("startTime") is None:
+            continue
+        if entities.is_archived(doc):
+            continue
+        hour, days = doc.get("scheduledReloadHour"), doc.get("scheduledReloadDays")
+        if every_hour or ((hour is None or hour == moment.hour) and (days is None or weekday in days)):
+            out.append((kinds.EXPERIMENT, doc["id"]))
+    for doc in dynamo.list_all(kinds.HOLDOUT):
+        if doc.get("isEnabled", True) and not entities.is_archived(doc):
+            out.append((kinds.HOLDOUT, doc["id"]))
+    return out
+
+
+def scheduled(time_text: str | None = None) -> dict[str, Any]:
+    """The hourly schedule: queue (AWS) or run every due load incrementally."""
+    now = entities.now_ms()
+    if time_text:
+        parsed = dt.datetime.fromisoformat(time_text.replace("Z", "+00:00"))
+        now = int(parsed.timestamp() * 1000)
+    done, failed = [], []
+    for kind, entity_id in due(now):
+        job = {
+            "kind": kind,
+            "id": entity_id,
+            "refresh": "incremental",
+            "creator": "Scheduled reload",
+            "runID": uuid.uuid4().hex[:12],
+            "createdTime": entities.now_ms(),
+        }
+        try:
+            _invoke(job) if _async() else _run(job)
+            done.append(entity_id)
+        except Exception:
+            logger.exception("Scheduled pulse load failed", extra={"kind": kind, "id": entity_id})
+            failed.append(entity_id)
+    return {"loaded": done, "failed": failed}
