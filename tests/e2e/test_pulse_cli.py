@@ -1,0 +1,207 @@
+"""End-to-end: `expconsole pulse` against a running local server, for a holdout and an experiment.
+
+The server runs on a data dir of its own, so the command (a separate process, as a user would
+run it) finds the server's backend through it. Expected figures are computed here from the
+events the test generated, with numpy and scipy.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from expconsole.local.process import ServeProcess
+from tests.e2e.client import uid
+from tests.e2e.conftest import REPO, ApiSession
+
+INGEST = "/v1/webhooks/event_webhook"
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pulse-cli-server")
+
+
+@pytest.fixture(scope="module")
+def served(data_dir: Path) -> Iterator[ServeProcess]:
+    with ServeProcess("--port", "0", "--data-dir", str(data_dir), "--quiet", cwd=REPO) as process:
+        yield process
+
+
+@pytest.fixture
+def console(served: ServeProcess) -> Iterator[ApiSession]:
+    with ApiSession(served.url, served.api_key) as session:
+        yield session
+
+
+@pytest.fixture
+def sender(served: ServeProcess) -> Iterator[ApiSession]:
+    with ApiSession(served.url, served.server_secret) as session:
+        yield session
+
+
+def pulse_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "expconsole.cli",
+            "pulse",
+            "--data-dir",
+            str(data_dir),
+            "--no-progress",
+            *args,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def send(sender: ApiSession, events: list[dict[str, Any]]) -> None:
+    for start in range(0, len(events), 1000):
+        resp = sender.post(INGEST, json=events[start : start + 1000])
+        assert resp.status_code == 202, resp.text
+
+
+def make_buyers_metric(console: ApiSession) -> str:
+    name = f"buyers_{uid()}"
+    body = {"name": name, "type": "event_user", "metricEvents": [{"name": f"{name}_purchase"}]}
+    assert console.post("/console/v1/metrics", json=body).status_code == 201
+    return name
+
+
+def expected_welch(test: np.ndarray, control: np.ndarray) -> tuple[float, float]:
+    """Δ of means and its two-sided p-value (STATS.md: Student's t below 100 Welch df, else normal)."""
+    vt, vc = test.var(ddof=1) / test.size, control.var(ddof=1) / control.size
+    delta = test.mean() - control.mean()
+    df = (vt + vc) ** 2 / (vt**2 / (test.size - 1) + vc**2 / (control.size - 1))
+    z = delta / math.sqrt(vt + vc)
+    p = 2 * stats.t.sf(abs(z), df) if df < 100 else 2 * stats.norm.sf(abs(z))
+    return delta, p
+
+
+def test_pulse_command_loads_a_holdout_whose_figures_match_the_raw_events(
+    console: ApiSession, sender: ApiSession, data_dir: Path
+) -> None:
+    metric = make_buyers_metric(console)
+    resp = console.post(
+        "/console/v1/holdouts",
+        json={
+            "name": f"holdout_{uid()}",
+            "passPercentage": 20,
+            "monitoringMetrics": [{"name": metric, "type": "event_user"}],
+        },
+    )
+    assert resp.status_code == 201, resp.text
+    holdout = resp.json()["data"]
+    created = holdout["createdTime"]
+    rng = np.random.default_rng(7)
+    held = rng.random(300) < 0.2
+    bought = rng.random(300) < np.where(held, 0.2, 0.35)
+    events = []
+    for u in range(300):
+        user = {"userID": f"h{u}-{holdout['id']}"}
+        ts = created + 5 + u
+        events.append(
+            {
+                "event": "console::holdout_exposure",
+                "user": user,
+                "timestamp": ts,
+                "metadata": {"holdout": holdout["id"], "heldOut": bool(held[u])},
+            }
+        )
+        if bought[u]:
+            events.append({"event": f"{metric}_purchase", "user": user, "timestamp": ts + 1000})
+    send(sender, events)
+    while time.time() * 1000 <= created + 1400:
+        time.sleep(0.1)
+
+    run = pulse_cli(data_dir, "--holdout", holdout["id"])
+    assert run.returncode == 0, run.stderr
+    assert f"Holdout {holdout['id']}: success" in run.stdout
+
+    resp = console.get(f"/console/v1/holdouts/{holdout['id']}/pulse_results", params={"cuped": "false"})
+    assert resp.status_code == 200, resp.text
+    (entry,) = resp.json()["data"]["monitoringMetrics"]
+    delta, p = expected_welch(bought[~held].astype(float), bought[held].astype(float))
+    assert entry["metricID"] == f"{metric}::event_user"
+    assert entry["absoluteChange"] == pytest.approx(delta, rel=1e-9)
+    assert entry["pValue"] == pytest.approx(p, rel=1e-9)
+
+
+def test_pulse_command_loads_an_experiment_and_records_the_load(
+    console: ApiSession, sender: ApiSession, data_dir: Path
+) -> None:
+    metric = make_buyers_metric(console)
+    resp = console.post(
+        "/console/v1/experiments",
+        json={
+            "name": f"cli_{uid()}",
+            "groups": [{"name": "Control", "id": "c", "size": 50}, {"name": "Test", "id": "t", "size": 50}],
+            "controlGroupID": "c",
+            "primaryMetrics": [{"name": metric, "type": "event_user"}],
+        },
+    )
+    assert resp.status_code == 201, resp.text
+    exp_id = resp.json()["data"]["id"]
+    started = console.put(f"/console/v1/experiments/{exp_id}/start", json={})
+    assert started.status_code == 200, started.text
+    start = started.json()["data"]["startTime"]
+
+    # A date before the start has nothing to analyse: success, and no results yet.
+    day_before = time.strftime("%Y-%m-%d", time.gmtime(start / 1000 - 86_400))
+    early = pulse_cli(data_dir, "--experiment", exp_id, "--date", day_before)
+    assert early.returncode == 0, early.stderr
+    assert (
+        console.get(f"/console/v1/experiments/{exp_id}/pulse_results?control=c&test=t").json()["data"][
+            "primaryMetrics"
+        ]
+        == []
+    )
+
+    rng = np.random.default_rng(11)
+    group = np.where(rng.random(200) < 0.5, "c", "t")
+    bought = rng.random(200) < np.where(group == "t", 0.5, 0.3)
+    events = []
+    for u in range(200):
+        user = {"userID": f"x{u}-{exp_id}"}
+        meta = {"experiment": exp_id, "group": str(group[u])}
+        events.append(
+            {"event": "console::experiment_exposure", "user": user, "timestamp": start + 10, "metadata": meta}
+        )
+        if bought[u]:
+            events.append({"event": f"{metric}_purchase", "user": user, "timestamp": start + 20})
+    send(sender, events)
+    while time.time() * 1000 <= start + 100:
+        time.sleep(0.05)
+
+    run = pulse_cli(data_dir, "--experiment", exp_id)
+    assert run.returncode == 0, run.stderr
+    resp = console.get(f"/console/v1/experiments/{exp_id}/pulse_results?control=c&test=t&cuped=false")
+    (entry,) = resp.json()["data"]["primaryMetrics"]
+    delta, p = expected_welch(bought[group == "t"].astype(float), bought[group == "c"].astype(float))
+    assert entry["value"] == pytest.approx(delta, rel=1e-9)
+    assert entry["p_value"] == pytest.approx(p, rel=1e-9)
+    assert (entry["test_units"], entry["control_units"]) == (
+        int((group == "t").sum()),
+        int((group == "c").sum()),
+    )
+
+    history = console.get(f"/console/v1/experiments/{exp_id}/pulse_load_history").json()["data"]
+    assert [h["creatorName"] for h in history] == ["expconsole pulse", "expconsole pulse"]
+    assert all(h["finishedState"] == "success" for h in history)
+
+    missing = pulse_cli(data_dir, "--experiment", "no_such_experiment")
+    assert missing.returncode == 1
+    assert "404" in missing.stderr
