@@ -13,7 +13,7 @@ ifdef SERVER_SECRET
 SERVE_ARGS += --server-secret $(SERVER_SECRET)
 endif
 
-.PHONY: install install-sam serve test test-fast lint format openapi bench clean
+.PHONY: install install-sam serve test test-fast lint format openapi bench bench-pulse bench-load clean
 
 install: $(VENV)/.installed
 
@@ -52,6 +52,15 @@ openapi: install
 
 bench: install
 	$(BIN)/python bench/cold_start.py
+
+# DuckDB is a bench-only dependency (pyproject's `bench` extra). PULSE_ARGS= for the full size.
+PULSE_ARGS ?= --quick
+bench-pulse: install
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python bench/pulse.py $(PULSE_ARGS)
+
+bench-load: install
+	$(BIN)/python bench/load.py
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache

@@ -146,6 +146,15 @@ class _Row:
         return self.user.get(column)
 
 
+def needed_columns(plan: EntityPlan) -> list[str]:
+    """The day columns an aggregate reads: the user JSON only for custom ids or user criteria."""
+    columns = ["event", "timestamp", "userID", "stableID", "value", "valueNumber", "metadata"]
+    user_criteria = any(c[0] in ("user", "user_custom") for a in plan.atoms for c in a.criteria)
+    if plan.id_type not in ("userID", "stableID") or user_criteria:
+        columns.append("user")
+    return columns
+
+
 def unit_column(table: pa.Table, id_type: str) -> pa.Array:
     """The unit id of each event for the plan's id type (null when the event has none)."""
     if id_type in ("userID", "stableID"):
@@ -243,7 +252,7 @@ def aggregate_day(
     distinct_parts: list[pa.Table] = []
     row_cache: dict[int, _Row] = {}
     metadata_col = table["metadata"]
-    user_col = table["user"]
+    user_col = table["user"] if "user" in table.column_names else None
     value_col = table["value"]
     value_number = table["valueNumber"].fill_null(0.0).to_numpy()
 
@@ -251,7 +260,9 @@ def aggregate_day(
         row = row_cache.get(i)
         if row is None:
             row = row_cache[i] = _Row(
-                metadata_col[i].as_py(), user_col[i].as_py(), _value_of(value_col[i].as_py())
+                metadata_col[i].as_py(),
+                user_col[i].as_py() if user_col is not None else None,
+                _value_of(value_col[i].as_py()),
             )
         return row
 

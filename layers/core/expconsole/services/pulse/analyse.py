@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from expconsole.models.results import GroupStatistics
 from expconsole.services.pulse.aggregate import GROUP_SEP
-from expconsole.services.pulse.plan import PRE_DAYS, WINSORIZED, EntityPlan, MetricPlan
+from expconsole.services.pulse.plan import PRE_DAYS, WINSORIZED, EntityPlan, Funnel, MetricPlan
 from expconsole.services.results import record_of
 from expconsole.stats import CupedRatioStatistic, CupedStatistic
 from expconsole.stats.health import srm_check
@@ -134,8 +134,7 @@ def analyse(
     pre = np.zeros((n_atoms, 3, n_units))
     distinct_post: list[pa.Table] = []
     distinct_pre: list[pa.Table] = []
-    funnel_post: list[pa.Table] = []
-    funnel_pre: list[pa.Table] = []
+    trackers = [_FunnelTracker(f, n_units, plan.rollup) for f in plan.funnels]
     results: list[DayResult] = []
     first_seen: dict[str, str] = {}
     last_seen: dict[str, str] = {}
@@ -162,12 +161,19 @@ def analyse(
             pre[a, 0, gs[is_pre]] += n_all[is_pre]
             pre[a, 1, gs[is_pre]] += s_all[is_pre]
             pre[a, 2, gs[is_pre]] += n_all[is_pre] > 0
+        for tracker in trackers:
+            tracker.settle_pre(e_day == d)
         for name, post_list, pre_list in (
             ("distinct", distinct_post, distinct_pre),
-            ("funnel", funnel_post, funnel_pre),
+            ("funnel", None, None),
         ):
             rows = read(parts[d], name)
             if not rows.num_rows:
+                if name == "funnel":
+                    for tracker in trackers:
+                        tracker.add_day(
+                            *(np.zeros(0, dtype=np.int64),) * 3, *(np.zeros(0, dtype=np.int64),) * 3
+                        )
                 continue
             rg = pc.index_in(rows["unit"], value_set=units).to_numpy(zero_copy_only=False)
             rg = (
@@ -180,6 +186,13 @@ def analyse(
             rts = rows["ts"].to_numpy()
             post = (e_day[rg] < d) | ((e_day[rg] == d) & (rts >= e_ts[rg]))
             before = (e_day[rg] > d) & (e_day[rg] - PRE_DAYS <= d)
+            if post_list is None or pre_list is None:
+                fidx, step = rows["funnel"].to_numpy(), rows["step"].to_numpy().astype(np.int64)
+                for index, tracker in enumerate(trackers):
+                    mine = fidx == index
+                    p, b = post & mine, before & mine
+                    tracker.add_day(rg[p], rts[p], step[p], rg[b], rts[b], step[b])
+                continue
             rows = rows.drop_columns(["unit"]).append_column("g", pa.array(rg))
             rows = rows.append_column("day", pa.array(np.full(rows.num_rows, d, dtype=np.int32)))
             post_list.append(rows.filter(pa.array(post)))
@@ -189,9 +202,7 @@ def analyse(
         ds = days[d]
         if progress:
             progress(ds)
-        ctx = _Context(
-            plan, d, e_day, window.value(), pre, distinct_post, distinct_pre, funnel_post, funnel_pre
-        )
+        ctx = _Context(plan, d, e_day, window.value(), pre, distinct_post, distinct_pre, trackers)
         exposed = e_day <= d
         in_group = {code: exposed & (e_group == code) for code in range(len(analysed))}
         counts = {gid: int(in_group[code].sum()) for gid, code in group_code.items()}
@@ -244,14 +255,14 @@ class _Context:
         pre: np.ndarray,
         distinct_post: list[pa.Table],
         distinct_pre: list[pa.Table],
-        funnel_post: list[pa.Table],
-        funnel_pre: list[pa.Table],
+        trackers: list[_FunnelTracker],
     ) -> None:
         self.plan, self.d, self.e_day, self.post, self.pre = plan, d, e_day, post, pre
         self.n_units = len(e_day)
         first_day = d - plan.rollup + 1 if plan.rollup > 0 else -(10**9)
         self.window_days = np.where(e_day <= d, d - np.maximum(e_day, first_day) + 1, 0).astype(float)
-        self._rows = {"distinct": (distinct_post, distinct_pre), "funnel": (funnel_post, funnel_pre)}
+        self._rows = {"distinct": (distinct_post, distinct_pre)}
+        self._trackers = trackers
         self._first_day = first_day
         self._cache: dict[tuple[str, int, bool], Any] = {}
 
@@ -278,50 +289,8 @@ class _Context:
 
     def funnel(self, index: int, pre: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """Users mode: 1 if every step was done in order. Events mode: (completions, starts)."""
-        funnel = self.plan.funnels[index]
-        rows = self._rows_of("funnel", pre)
-        k = len(funnel.steps)
-        if rows is None or not rows.num_rows:
-            zero = np.zeros(self.n_units)
-            return zero, (zero.copy() if funnel.mode == "events" else None)
-        rows = rows.filter(pc.equal(rows["funnel"], index))
-        g, ts, step = rows["g"].to_numpy(), rows["ts"].to_numpy(), rows["step"].to_numpy()
-        order = np.lexsort((step, ts, g))
-        g, ts, step = g[order], ts[order], step[order]
-        if funnel.mode == "users":
-            reached = np.full(self.n_units, np.iinfo(np.int64).min)  # time the previous step was done
-            done = np.ones(self.n_units, dtype=bool)
-            for s in range(k):
-                same_atom = s > 0 and funnel.steps[s] == funnel.steps[s - 1]
-                m = step == s
-                gm, tm = g[m], ts[m]
-                ok = done[gm] & ((tm > reached[gm]) if same_atom else (tm >= reached[gm]))
-                t_next = np.full(self.n_units, np.iinfo(np.int64).max)
-                np.minimum.at(t_next, gm[ok], tm[ok])
-                done = t_next != np.iinfo(np.int64).max
-                reached = t_next
-            return done.astype(float), None
-        # Events mode: a first-step event starts an attempt (restarting one in progress); the next
-        # step's event at or after the previous step's advances it, as in users mode (an event
-        # of the same atom as the previous step must be strictly later: one event is one step).
-        starts = np.zeros(self.n_units)
-        completions = np.zeros(self.n_units)
-        state: dict[int, tuple[int, int]] = {}  # unit -> (next step, time of the last step)
-        for unit, t, s in zip(g.tolist(), ts.tolist(), step.tolist(), strict=True):
-            at, last_t = state.get(unit, (0, 0))
-            if at > 0 and s == at and not (funnel.steps[s] == funnel.steps[s - 1] and t == last_t):
-                at += 1
-                if at == k:
-                    completions[unit] += 1
-                    at = 0
-                state[unit] = (at, t)
-            elif s == 0:
-                starts[unit] += 1
-                state[unit] = (1, t)
-                if k == 1:
-                    completions[unit] += 1
-                    state[unit] = (0, t)
-        return completions, starts
+        tracker = self._trackers[index]
+        return tracker.pre_values() if pre else tracker.values()
 
     def values(self, metric: MetricPlan, pre: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """Unit values (numerator, denominator or None) of a metric, not winsorized."""
@@ -373,6 +342,142 @@ class _Context:
         if den is not None:
             return x, den, px, pden if pden is not None else np.zeros_like(px)
         return x, None, px, np.zeros_like(px)
+
+
+INT64_MIN = np.iinfo(np.int64).min
+INT64_MAX = np.iinfo(np.int64).max
+
+
+class _FunnelState:
+    """A funnel's progress per unit, advanced by step events in time order.
+
+    Users mode (greedy, which is optimal for "every step in order"): `done` steps reached and the
+    time of the last one; a step counts at or after the previous step's time (strictly after when
+    it is the same atom: one event is one step). Events mode: a first-step event starts an attempt
+    (restarting one in progress), the next step's event advances it, the last step completes it.
+    """
+
+    def __init__(self, funnel: Funnel, n_units: int) -> None:
+        self.funnel, self.k = funnel, len(funnel.steps)
+        self.same = [s > 0 and funnel.steps[s] == funnel.steps[s - 1] for s in range(self.k)]
+        self.n_units = n_units
+        if funnel.mode == "users":
+            self.done = np.zeros(n_units, dtype=np.int64)
+            self.t_last = np.full(n_units, INT64_MIN, dtype=np.int64)
+        else:
+            self.starts = np.zeros(n_units)
+            self.completions = np.zeros(n_units)
+            self.progress: dict[int, tuple[int, int]] = {}  # unit -> (next step, time of the last step)
+
+    def advance(self, g: np.ndarray, ts: np.ndarray, step: np.ndarray) -> None:
+        if not g.size:
+            return
+        if self.funnel.mode == "users":
+            for s in range(self.k):
+                m = step == s
+                gm, tm = g[m], ts[m]
+                if not gm.size:
+                    continue
+                ok = (self.done[gm] == s) & (
+                    (tm > self.t_last[gm]) if self.same[s] else (tm >= self.t_last[gm])
+                )
+                gm, tm = gm[ok], tm[ok]
+                if not gm.size:
+                    continue
+                order = np.lexsort((tm, gm))
+                gm, tm = gm[order], tm[order]
+                first = np.ones(gm.size, dtype=bool)
+                first[1:] = gm[1:] != gm[:-1]
+                self.done[gm[first]] = s + 1
+                self.t_last[gm[first]] = tm[first]
+            return
+        order = np.lexsort((step, ts, g))
+        steps, k, progress = self.funnel.steps, self.k, self.progress
+        starts: list[int] = []
+        completions: list[int] = []
+        for unit, t, s in zip(g[order].tolist(), ts[order].tolist(), step[order].tolist(), strict=True):
+            at, last_t = progress.get(unit, (0, 0))
+            if at > 0 and s == at and not (steps[s] == steps[s - 1] and t == last_t):
+                at += 1
+                if at == k:
+                    completions.append(unit)
+                    at = 0
+                progress[unit] = (at, t)
+            elif s == 0:
+                starts.append(unit)
+                progress[unit] = (1, t)
+                if k == 1:
+                    completions.append(unit)
+                    progress[unit] = (0, t)
+        np.add.at(self.starts, np.asarray(starts, dtype=np.int64), 1.0)
+        np.add.at(self.completions, np.asarray(completions, dtype=np.int64), 1.0)
+
+    def values(self) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.funnel.mode == "users":
+            return (self.done == self.k).astype(float), None
+        return self.completions.copy(), self.starts.copy()
+
+
+class _FunnelTracker:
+    """A funnel's post-exposure values over the rollup window and pre-period values, kept day by day.
+
+    Cumulative windows carry one state forward (each day's rows are read once); 1- and 7-day
+    windows replay their last days. Pre-period rows are kept only until the unit's exposure day,
+    when its pre value is computed and the rows dropped: memory stays bounded by units and a
+    week of step events, not by the whole experiment's.
+    """
+
+    def __init__(self, funnel: Funnel, n_units: int, rollup: int) -> None:
+        self.funnel, self.n_units, self.rollup = funnel, n_units, rollup
+        self.state = _FunnelState(funnel, n_units)
+        self.window: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(maxlen=max(rollup, 1))
+        self.pre_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.pre_x = np.zeros(n_units)
+        self.pre_d = np.zeros(n_units)
+
+    def add_day(
+        self,
+        g: np.ndarray,
+        ts: np.ndarray,
+        step: np.ndarray,
+        pg: np.ndarray,
+        pts: np.ndarray,
+        pstep: np.ndarray,
+    ) -> None:
+        if self.rollup == -1:
+            self.state.advance(g, ts, step)
+        else:
+            self.window.append((g, ts, step))
+        if pg.size:
+            self.pre_rows.append((pg, pts, pstep))
+
+    def settle_pre(self, exposed_today: np.ndarray) -> None:
+        """Pre values of the units exposed today (their 7 pre days are all read); their rows go."""
+        if not self.pre_rows:
+            return
+        g, ts, step = (np.concatenate(parts) for parts in zip(*self.pre_rows, strict=True))
+        mine = exposed_today[g]
+        if mine.any():
+            state = _FunnelState(self.funnel, self.n_units)
+            state.advance(g[mine], ts[mine], step[mine])
+            x, d = state.values()
+            units = np.unique(g[mine])
+            self.pre_x[units] = x[units]
+            if d is not None:
+                self.pre_d[units] = d[units]
+        keep = ~mine
+        self.pre_rows = [(g[keep], ts[keep], step[keep])] if keep.any() else []
+
+    def values(self) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.rollup == -1:
+            return self.state.values()
+        state = _FunnelState(self.funnel, self.n_units)
+        for g, ts, step in self.window:
+            state.advance(g, ts, step)
+        return state.values()
+
+    def pre_values(self) -> tuple[np.ndarray, np.ndarray | None]:
+        return self.pre_x, (self.pre_d if self.funnel.mode == "events" else None)
 
 
 def _winsorized(metric_type: str, values: np.ndarray | None, analysed: np.ndarray) -> np.ndarray | None:

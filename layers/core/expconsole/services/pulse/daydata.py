@@ -101,9 +101,11 @@ def read_raw(keys: list[str]) -> pa.Table:
     return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
 
 
-def read_day(day: str, columns: list[str] | None = None) -> tuple[pa.Table, list[str]]:
+def read_day(
+    day: str, columns: list[str] | None = None, keys: list[str] | None = None
+) -> tuple[pa.Table, list[str]]:
     """Every event of the day (compacted Parquet plus raw objects not in it) and the raw keys seen."""
-    keys = raw_keys(day)
+    keys = raw_keys(day) if keys is None else keys
     manifest = _manifest(day)
     parts = []
     pending = keys
@@ -125,13 +127,13 @@ def sources_digest(keys: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:32]
 
 
-def compact(day: str) -> bool:
+def compact(day: str, keys: list[str] | None = None) -> bool:
     """Fold the day's raw objects into one Parquet file (when something new arrived); True if written.
 
     Order: Parquet first, manifest last, so a reader sees the old manifest (and reads the raw
     objects it does not list) or the new one, whose Parquet file already exists.
     """
-    keys = raw_keys(day)
+    keys = raw_keys(day) if keys is None else keys
     manifest = _manifest(day)
     if not keys or (manifest is not None and set(keys) <= set(manifest["sources"])):
         return False

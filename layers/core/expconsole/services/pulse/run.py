@@ -28,7 +28,7 @@ from typing import Any
 from expconsole import kinds
 from expconsole.services import entities
 from expconsole.services.pulse import daydata
-from expconsole.services.pulse.aggregate import aggregate_day
+from expconsole.services.pulse.aggregate import aggregate_day, needed_columns
 from expconsole.services.pulse.analyse import Analysis, analyse
 from expconsole.services.pulse.plan import DAY_MS, PRE_DAYS, EntityPlan, experiment_plan, holdout_plan
 from expconsole.services.results import write_day
@@ -67,9 +67,9 @@ def _day_parts(
 
     Events before `cutoff` are aggregated; exposures up to `exposure_cutoff` are read (after a
     decision, to count the exposures that came after it)."""
-    if ds < today:
-        daydata.compact(ds)
     keys = daydata.raw_keys(ds)
+    if ds < today:
+        daydata.compact(ds, keys)
     prefix = aggregate_prefix(plan, ds)
     exposure_cutoff = cutoff if exposure_cutoff is None else max(cutoff, exposure_cutoff)
     stamp = {
@@ -84,7 +84,7 @@ def _day_parts(
         if manifest is not None and all(manifest.get(k) == v for k, v in stamp.items()):
             parts = {name: s3.get(f"{prefix}{name}.parquet") for name in PARTS}
             return parts, manifest["health"], False
-    table, _ = daydata.read_day(ds)
+    table, _ = daydata.read_day(ds, needed_columns(plan), keys)
     agg = aggregate_day(plan, table, cutoff, exposure_cutoff)
     parts = agg.to_parquet()
     for name, body in parts.items():
