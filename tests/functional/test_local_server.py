@@ -358,7 +358,10 @@ def test_banner_prints_the_urls_and_both_keys(server: ServeProcess) -> None:
 
 
 def test_unknown_route_and_unrouted_method_are_404(server: ServeProcess) -> None:
-    for method, path in [("GET", "/nope"), ("GET", "/console/v1/gatesx"), ("DELETE", GATES), ("GET", "/")]:
+    unrouted = [("GET", "/nope"), ("GET", "/console/v1/gatesx"), ("DELETE", GATES), ("GET", "/")]
+    # Methods http.server has no handler for are the gateway's to answer too (not a bare 501).
+    unrouted += [("TRACE", GATES), ("CONNECT", GATES), ("QUERY", GATES)]
+    for method, path in unrouted:
         response = requests.request(
             method, server.url + path, headers={"SERVICE-API-KEY": server.api_key}, timeout=30
         )
@@ -395,6 +398,13 @@ def test_body_over_10_mib_is_413(server: ServeProcess) -> None:
         server.url + GATES, data=b" " * (MAX_BODY_BYTES + 1), headers=headers, timeout=60
     )
     assert (response.status_code, response.json()) == (413, {"message": "Request Entity Too Large"})
+
+
+def test_a_json_body_that_is_not_utf_8_is_400_naming_the_body(server: ServeProcess) -> None:
+    headers = {"SERVICE-API-KEY": server.api_key, "Content-Type": "application/json"}
+    response = requests.post(server.url + GATES, data=b'{"name": "\xff\xfe"}', headers=headers, timeout=30)
+    assert response.status_code == 400, response.text
+    assert [e["field"] for e in response.json()["errors"]] == ["body"]
 
 
 def test_body_over_10_mib_is_refused_before_it_is_sent(server: ServeProcess) -> None:

@@ -282,6 +282,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_HEAD = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _dispatch
 
+    def __getattr__(self, name: str) -> Any:
+        """Any other method (TRACE, CONNECT, ...) goes to the gateway too, which answers 404 for a
+        method no route declares, as API Gateway does (http.server would answer a bare 501)."""
+        if name.startswith("do_"):
+            return self._dispatch
+        raise AttributeError(name)
+
     def _declared_length(self) -> int:
         """Content-Length, 0 when absent; ValueError when malformed."""
         value = self.headers.get("Content-Length")

@@ -59,7 +59,7 @@ def _one_or_many(value: object) -> object:
 
 
 # Fields the peer accepts as one string or a list of strings (e.g. `targetApps`): stored as a list.
-StrList = Annotated[list[str], BeforeValidator(_one_or_many)]
+StrList = Annotated[list[str], BeforeValidator(_one_or_many, json_schema_input_type=str | list[str])]
 
 EntityName = Annotated[
     str,

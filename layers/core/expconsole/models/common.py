@@ -66,3 +66,9 @@ class ErrorBody(ResponseModel):
     status: int
     message: str
     errors: list[ErrorItem] | None = None
+
+
+class GatewayError(ResponseModel):
+    """An answer of API Gateway itself, before any function runs (e.g. a 401 for a missing key)."""
+
+    message: str

@@ -80,7 +80,7 @@ def _no_comma(name: str) -> str:
 AppName = Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(_no_comma)]
 TargetApps = Annotated[
     list[AppName],
-    BeforeValidator(_app_names),
+    BeforeValidator(_app_names, json_schema_input_type=str | list[AppName]),
     Field(description="App names: a comma-separated string or an array; answered as one string."),
 ]
 

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, RootModel
 
 from expconsole.api.pagination import PageQuery
-from expconsole.models.base import ResponseModel
+from expconsole.models.base import Number, RequestModel, ResponseModel
 
 MAX_EVENTS = 2000
 MAX_BODY_BYTES = 1024 * 1024
@@ -147,6 +147,45 @@ def logged_record(line: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- API shapes (OpenAPI and contract tests) ---------------------------------------------------
+
+
+# The ingestion body as OpenAPI documents it. Requests are checked by `check_event` above, not by
+# these models (which only describe the same rules); expconsole.openapi reads them by name from the
+# route's `x-request-body-model` extension, so the ingest function never builds their schemas.
+
+
+class IngestUser(RequestModel):
+    """Who sent the event: a non-empty `userID` or `stableID` (other fields are kept as sent)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    userID: str | None = None
+    stableID: str | None = None
+
+
+class IngestEvent(RequestModel):
+    event: str = Field(min_length=1, max_length=MAX_NAME_CHARS, description="The event name.")
+    user: IngestUser
+    timestamp: int | None = Field(
+        None,
+        ge=MIN_TIMESTAMP_MS,
+        description="Milliseconds since the epoch, at most a day ahead; the time of receipt if left out.",
+    )
+    metadata: dict[str, Any] | None = Field(None, description="Any JSON object; `{}` if left out.")
+    value: str | Number | None = None
+
+
+class IngestBatch(RequestModel):
+    events: list[IngestEvent] = Field(min_length=1, max_length=MAX_EVENTS)
+
+
+IngestEvents = Annotated[list[IngestEvent], Field(min_length=1, max_length=MAX_EVENTS)]
+
+
+class IngestBody(RootModel[IngestEvent | IngestEvents | IngestBatch]):
+    """One event, an array of events, or `{"events": [...]}`: at most 2,000 events and 1 MiB."""
+
+    model_config = ConfigDict(defer_build=True)
 
 
 class IngestAccepted(ResponseModel):
