@@ -133,7 +133,9 @@ def test_more_than_99_event_names_in_one_object_are_counted_in_chunks_once(inges
     ],
     ids=["nan-in-metadata", "infinity-value", "lone-surrogate"],
 )
-def test_json_that_is_not_json_text_is_a_400_and_stores_nothing(ingest_fn: Caller, body: str, words: str) -> None:
+def test_json_that_is_not_json_text_is_a_400_and_stores_nothing(
+    ingest_fn: Caller, body: str, words: str
+) -> None:
     status, out = ingest_fn("POST", "/v1/webhooks/event_webhook", body, key_kind="server")
     assert status == 400, out
     assert out["errors"][0]["field"] == "body" and words in out["message"]

@@ -6,6 +6,8 @@ module wires the parts every function shares so the function file stays thin.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Callable
 from typing import Any
@@ -15,14 +17,18 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole import context
+from expconsole import aws, context
 from expconsole.api import auth
-from expconsole.api.errors import ApiError, BadRequest, NotFound
+from expconsole.api.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, ServiceUnavailable
 from expconsole.api.validation import field_errors
+from expconsole.store.dynamo import StoreTooLarge, StoreUnavailable
 
 logger = Logger(service="expconsole")
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+# Console requests: API Gateway allows 10 MB, but no console entity needs more than this (a stored
+# item holds at most 400 KB); ingestion has its own limits (services.ingest).
+MAX_CONSOLE_BODY_BYTES = 1_048_576
 
 
 def error_response(error: ApiError) -> Response:
@@ -33,10 +39,10 @@ def error_response(error: ApiError) -> Response:
     )
 
 
-def _gateway_response(error: ApiError) -> dict[str, Any]:
+def _gateway_response(error: ApiError, headers: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "statusCode": error.status,
-        "headers": {"Content-Type": content_types.APPLICATION_JSON},
+        "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
         "body": json.dumps(error.body()),
         "isBase64Encoded": False,
     }
@@ -59,6 +65,12 @@ def _has_json_body_problem(event: dict[str, Any]) -> ApiError | None:
         err = ApiError(f"Content-Type must be application/json for a request body (got {ctype or 'none'!r}).")
         err.status = 415
         return err
+    if event.get("isBase64Encoded"):
+        # API Gateway base64-encodes a body that is not UTF-8 text; JSON is always UTF-8 (RFC 8259).
+        try:
+            base64.b64decode(event["body"], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return BadRequest.field("body", "the request body is not valid JSON (it is not UTF-8 text)")
     return None
 
 
@@ -92,15 +104,67 @@ def build(
             return _gateway_response(problem)
         key_id, kind = verdict
         token = context.set_caller(context.Caller(key_id=key_id, key_kind=kind, base_url=_base_url(event)))
+        if key_kind == "console" and _body_bytes(event) > MAX_CONSOLE_BODY_BYTES:
+            return _gateway_response(
+                PayloadTooLarge(f"Request body is over {MAX_CONSOLE_BODY_BYTES} bytes (1 MiB): the limit.")
+            )
         try:
             return app.resolve(event, lambda_context)
-        except Exception:
+        except RecursionError:
+            return _gateway_response(
+                BadRequest.field("body", "nests arrays and objects too deeply (limit near 1,000 levels)")
+            )
+        except StoreTooLarge:
+            return _gateway_response(
+                PayloadTooLarge(
+                    "The entity would exceed the 400 KB a stored item may hold; nothing was written. Shorten "
+                    "its lists or texts (rules, conditions, tags, descriptions)."
+                )
+            )
+        except Exception as exc:
+            if _storage_unavailable(exc):
+                # The cause (operation and error code) is logged; the answer names neither.
+                logger.warning(
+                    "Storage unavailable",
+                    extra={"path": event.get("rawPath"), "cause": aws.describe(exc)},
+                    exc_info=True,
+                )
+                return _gateway_response(_unavailable(_method(event)), {"Retry-After": "1"})
             logger.exception("Unhandled error", extra={"path": event.get("rawPath")})
             return _gateway_response(_internal())
         finally:
             context.reset(token)
 
     return app, lambda_handler
+
+
+def _body_bytes(event: dict[str, Any]) -> int:
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded"):
+        return len(body) * 3 // 4
+    return len(body) if len(body) * 4 <= MAX_CONSOLE_BODY_BYTES else len(body.encode("utf-8"))
+
+
+def _storage_unavailable(exc: Exception) -> bool:
+    """DynamoDB or S3 throttling, failing or not answering past the retries (expconsole.aws), or a
+    store giving up on unprocessed items (StoreUnavailable): a 503, not a 500."""
+    return isinstance(exc, StoreUnavailable) or aws.is_transient(exc)
+
+
+def _method(event: dict[str, Any]) -> str:
+    return str(((event.get("requestContext") or {}).get("http") or {}).get("method") or "").upper()
+
+
+def _unavailable(method: str) -> ServiceUnavailable:
+    if method in ("GET", "HEAD"):
+        return ServiceUnavailable(
+            "Storage is unavailable right now (throttled, failing or not answering). Retry shortly."
+        )
+    return ServiceUnavailable(
+        "Storage is unavailable right now (throttled, failing or not answering), so the request did not "
+        "complete. A change is stored whole or not at all: read the resource to see whether this one "
+        "was, then retry."
+    )
 
 
 def _internal() -> ApiError:

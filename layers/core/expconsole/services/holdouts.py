@@ -379,17 +379,11 @@ def unarchive(holdout_id: str) -> Doc:
 def delete(holdout_id: str) -> None:
     for _attempt in range(ATTEMPTS):
         current = entities.load(KIND, holdout_id)
-        version = int(current["version"])
-        if current["experimentIDs"]:
-            detached = stamp({**current, "experimentIDs": []}, current)
-            writes = _experiment_writes(holdout_id, current["experimentIDs"], [])
-            try:
-                _commit([], [(KIND, holdout_id, detached, version), *writes])
-            except dynamo.StoreConflict:
-                continue
-            version = detached["version"]
+        # Detaching the experiments and deleting the holdout is one transaction: a failure leaves
+        # both as they were, never a detached holdout that still exists.
+        writes = _experiment_writes(holdout_id, current["experimentIDs"], [])
         try:
-            dynamo.delete(KIND, holdout_id, expected_version=version)
+            dynamo.delete(KIND, holdout_id, expected_version=int(current["version"]), replaces=writes)
             return
         except dynamo.StoreConflict:
             continue

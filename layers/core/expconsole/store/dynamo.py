@@ -13,6 +13,15 @@ optimistic lock need (`version`). Writing JSON text rather than DynamoDB maps ke
 exact (no Decimal round trip) and keeps this module small. Every write of an entity puts the
 current item, conditional on the version the caller read, and the snapshot of the new version
 in one transaction: a stale write fails as a whole.
+
+Deleting is all or nothing too, as every reader sees it: the current item and every snapshot go
+in one transaction when they fit (100 items); a longer history is first hidden in one
+transaction (the current item becomes a tombstone: no `doc`, no GSI keys, so `get`, lists and
+`versions` see nothing), then purged. A purge cut short by a failure leaves an invisible
+tombstone with some snapshots, which the next create of the same id purges before taking it.
+A transaction cancelled by a conflict with another one, or by throttling, is retried with
+backoff (`is_transient_cancellation`); every other failure is raised as the store's own error
+or botocore's.
 """
 
 from __future__ import annotations
@@ -64,6 +73,10 @@ class StoreMissing(Exception):
     """The item a write was conditional on does not exist."""
 
 
+class StoreUnavailable(Exception):
+    """DynamoDB kept part of a batch unprocessed (throttling) past our retries: retry later."""
+
+
 def _ddb() -> Any:
     return aws.client("dynamodb")
 
@@ -105,50 +118,66 @@ def _snapshot_item(kind: str, entity_id: str, doc: dict[str, Any]) -> dict[str, 
 
 
 def _is_condition_failure(exc: Exception) -> bool:
-    code = getattr(exc, "response", {}).get("Error", {}).get("Code", "")
+    code = (getattr(exc, "response", None) or {}).get("Error", {}).get("Code", "")
     if code == "ConditionalCheckFailedException":
         return True
     if code == "TransactionCanceledException":
-        reasons = getattr(exc, "response", {}).get("CancellationReasons") or []
+        reasons = (getattr(exc, "response", None) or {}).get("CancellationReasons") or []
         return any(r.get("Code") == "ConditionalCheckFailed" for r in reasons) or not reasons
     return False
 
 
+def _create_put(
+    table: str, kind: str, entity_id: str, doc: dict[str, Any], over_tombstone: bool = False
+) -> dict[str, Any]:
+    put: dict[str, Any] = {"TableName": table, "Item": _current_item(kind, entity_id, doc)}
+    if over_tombstone:  # replaces a purged tombstone (module docstring), atomically
+        put.update(ConditionExpression="attribute_exists(#t)", ExpressionAttributeNames={"#t": TOMBSTONE})
+    else:
+        put["ConditionExpression"] = "attribute_not_exists(PK)"
+    return {"Put": put}
+
+
+def _replace_put(table: str, kind: str, entity_id: str, doc: dict[str, Any], expected: int) -> dict[str, Any]:
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": _current_item(kind, entity_id, doc),
+            "ConditionExpression": "#v = :expected",
+            "ExpressionAttributeNames": {"#v": "version"},
+            "ExpressionAttributeValues": {":expected": _n(expected)},
+        }
+    }
+
+
+def _snapshot_put(table: str, kind: str, entity_id: str, doc: dict[str, Any]) -> dict[str, Any]:
+    return {"Put": {"TableName": table, "Item": _snapshot_item(kind, entity_id, doc)}}
+
+
+def _replace_items(
+    table: str, replaces: Sequence[tuple[str, str, dict[str, Any], int]]
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for kind, entity_id, doc, expected in replaces:
+        items += [
+            _replace_put(table, kind, entity_id, doc, expected),
+            _snapshot_put(table, kind, entity_id, doc),
+        ]
+    return items
+
+
 def create(kind: str, entity_id: str, doc: dict[str, Any]) -> None:
     """Store version 1 of a new entity; StoreConflict if the id is taken."""
-    _transact(
-        [
-            {
-                "Put": {
-                    "TableName": config.table_name(),
-                    "Item": _current_item(kind, entity_id, doc),
-                    "ConditionExpression": "attribute_not_exists(PK)",
-                }
-            },
-            {"Put": {"TableName": config.table_name(), "Item": _snapshot_item(kind, entity_id, doc)}},
-        ]
-    )
+    write_many(creates=[(kind, entity_id, doc)])
 
 
 def replace(kind: str, entity_id: str, doc: dict[str, Any], expected_version: int) -> None:
     """Store a new version, only if the stored one is still `expected_version`."""
-    _transact(
-        [
-            {
-                "Put": {
-                    "TableName": config.table_name(),
-                    "Item": _current_item(kind, entity_id, doc),
-                    "ConditionExpression": "#v = :expected",
-                    "ExpressionAttributeNames": {"#v": "version"},
-                    "ExpressionAttributeValues": {":expected": _n(expected_version)},
-                }
-            },
-            {"Put": {"TableName": config.table_name(), "Item": _snapshot_item(kind, entity_id, doc)}},
-        ]
-    )
+    write_many(replaces=[(kind, entity_id, doc, expected_version)])
 
 
 MAX_ENTITIES_PER_TRANSACTION = 50  # each entity write is two items; DynamoDB allows 100
+MAX_TRANSACTION_ITEMS = 100
 
 
 def write_many(
@@ -163,34 +192,30 @@ def write_many(
     """
     if len(creates) + len(replaces) > MAX_ENTITIES_PER_TRANSACTION:
         raise ValueError(f"at most {MAX_ENTITIES_PER_TRANSACTION} entities change in one transaction")
+    if not creates and not replaces:
+        return
     table = config.table_name()
-    items: list[dict[str, Any]] = []
-    for kind, entity_id, doc in creates:
-        items.append(
-            {
-                "Put": {
-                    "TableName": table,
-                    "Item": _current_item(kind, entity_id, doc),
-                    "ConditionExpression": "attribute_not_exists(PK)",
-                }
-            }
-        )
-        items.append({"Put": {"TableName": table, "Item": _snapshot_item(kind, entity_id, doc)}})
-    for kind, entity_id, doc, expected in replaces:
-        items.append(
-            {
-                "Put": {
-                    "TableName": table,
-                    "Item": _current_item(kind, entity_id, doc),
-                    "ConditionExpression": "#v = :expected",
-                    "ExpressionAttributeNames": {"#v": "version"},
-                    "ExpressionAttributeValues": {":expected": _n(expected)},
-                }
-            }
-        )
-        items.append({"Put": {"TableName": table, "Item": _snapshot_item(kind, entity_id, doc)}})
-    if items:
-        _transact(items)
+
+    def items(over: set[str]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for kind, entity_id, doc in creates:
+            pk = _pk(kind, entity_id)
+            out += [
+                _create_put(table, kind, entity_id, doc, pk in over),
+                _snapshot_put(table, kind, entity_id, doc),
+            ]
+        return out + _replace_items(table, replaces)
+
+    try:
+        _transact(items(set()))
+    except StoreConflict:
+        # An id still held by the tombstone of an interrupted delete: purge it, then take it.
+        tombstones = {pk for kind, entity_id, _ in creates if _is_tombstone(pk := _pk(kind, entity_id))}
+        if not tombstones:
+            raise
+        for pk in tombstones:
+            _purge(pk, keep_tombstone=True)
+        _transact(items(tombstones))
 
 
 def _transact(items: list[dict[str, Any]]) -> None:
@@ -201,7 +226,7 @@ def _transact(items: list[dict[str, Any]]) -> None:
             _ddb().transact_write_items(TransactItems=items)
             return
         except ClientError as exc:
-            if is_transaction_conflict(exc) and attempt < CONFLICT_RETRIES:
+            if is_transient_cancellation(exc) and attempt < CONFLICT_RETRIES:
                 conflict_pause(attempt)
                 continue
             if _is_condition_failure(exc):
@@ -220,12 +245,23 @@ def is_transaction_conflict(exc: Exception) -> bool:
     moto never raises it; real DynamoDB does when two requests write the same entity or counter at
     once. A retry re-evaluates the conditions, so the loser of a race still gets its 409.
     """
-    response = getattr(exc, "response", {})
+    response = getattr(exc, "response", None) or {}
     if response.get("Error", {}).get("Code") != "TransactionCanceledException":
         return False
     reasons = response.get("CancellationReasons") or []
     codes = {r.get("Code") for r in reasons}
     return "TransactionConflict" in codes and "ConditionalCheckFailed" not in codes
+
+
+def is_transient_cancellation(exc: Exception) -> bool:
+    """A transaction cancelled whole for a reason a retry can clear: a conflict with another
+    transaction (is_transaction_conflict), or throttling of one of its items (a cancellation
+    botocore does not retry). Nothing of it was applied."""
+    response = getattr(exc, "response", None) or {}
+    if response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        return False
+    codes = {r.get("Code") for r in response.get("CancellationReasons") or []}
+    return bool(codes & aws.TRANSIENT_CANCELLATIONS) and "ConditionalCheckFailed" not in codes
 
 
 def conflict_pause(attempt: int) -> None:
@@ -237,7 +273,7 @@ def conflict_pause(attempt: int) -> None:
 
 
 def _is_too_large(exc: Exception) -> bool:
-    error = getattr(exc, "response", {}).get("Error", {})
+    error = (getattr(exc, "response", None) or {}).get("Error", {})
     message = str(error.get("Message", "")).lower()
     return error.get("Code") in ("ValidationException", "TransactionCanceledException") and (
         "size" in message and ("exceed" in message or "maximum" in message)
@@ -251,7 +287,14 @@ def get(kind: str, entity_id: str) -> dict[str, Any] | None:
         ConsistentRead=True,
     )
     item = response.get("Item")
-    return json.loads(item["doc"]["S"]) if item else None
+    return json.loads(item["doc"]["S"]) if item and "doc" in item else None
+
+
+def _is_tombstone(pk: str) -> bool:
+    response = _ddb().get_item(
+        TableName=config.table_name(), Key={"PK": _s(pk), "SK": _s(CURRENT)}, ConsistentRead=True
+    )
+    return TOMBSTONE in (response.get("Item") or {})
 
 
 def _query(**kwargs: Any) -> Iterator[dict[str, Any]]:
@@ -271,46 +314,115 @@ def list_all(kind: str) -> list[dict[str, Any]]:
 
 
 def versions(kind: str, entity_id: str) -> list[dict[str, Any]]:
-    """Every stored snapshot of an entity, newest first."""
-    items = _query(
-        KeyConditionExpression="PK = :pk AND begins_with(SK, :v)",
-        ExpressionAttributeValues={":pk": _s(_pk(kind, entity_id)), ":v": _s("V#")},
-        ScanIndexForward=False,
-        ConsistentRead=True,
-    )
-    return [json.loads(item["doc"]["S"]) for item in items]
+    """Every stored snapshot of an entity, newest first ([] when it does not exist).
 
-
-def delete(kind: str, entity_id: str, expected_version: int) -> None:
-    """Delete an entity and its snapshots; StoreConflict if it changed since it was read."""
-    from botocore.exceptions import ClientError
-
-    table = config.table_name()
-    try:
-        _ddb().delete_item(
-            TableName=table,
-            Key={"PK": _s(_pk(kind, entity_id)), "SK": _s(CURRENT)},
-            ConditionExpression="#v = :expected",
-            ExpressionAttributeNames={"#v": "version"},
-            ExpressionAttributeValues={":expected": _n(expected_version)},
+    One query of the entity's items: the snapshots (`V#...`, newest first) and then its current
+    item, which must be there and not a tombstone (snapshots left by an interrupted delete are
+    not shown)."""
+    items = list(
+        _query(
+            KeyConditionExpression="PK = :pk",
+            ExpressionAttributeValues={":pk": _s(_pk(kind, entity_id))},
+            ScanIndexForward=False,
+            ConsistentRead=True,
         )
-    except ClientError as exc:
-        if _is_condition_failure(exc):
-            raise StoreConflict(str(exc)) from exc
-        raise
-    keys = [
+    )
+    if not any(item["SK"]["S"] == CURRENT and "doc" in item for item in items):
+        return []
+    return [json.loads(item["doc"]["S"]) for item in items if item["SK"]["S"].startswith("V#")]
+
+
+TOMBSTONE = "deletedAt"
+BATCH_RETRIES = 8
+
+
+def delete(
+    kind: str,
+    entity_id: str,
+    expected_version: int,
+    replaces: Sequence[tuple[str, str, dict[str, Any], int]] = (),
+) -> None:
+    """Delete an entity and its snapshots; StoreConflict if it changed since it was read.
+
+    `replaces` (as in write_many) change other entities in the same transaction, e.g. a holdout's
+    experiments losing their link to it. All or nothing, as every reader sees it (module
+    docstring): one transaction when the items fit, else a tombstone in one transaction, then the
+    purge.
+    """
+    if len(replaces) >= MAX_ENTITIES_PER_TRANSACTION:
+        raise ValueError(f"at most {MAX_ENTITIES_PER_TRANSACTION - 1} entities change with a delete")
+    table = config.table_name()
+    pk = _pk(kind, entity_id)
+    current = {"PK": _s(pk), "SK": _s(CURRENT)}
+    on_version = {
+        "ConditionExpression": "#v = :expected",
+        "ExpressionAttributeNames": {"#v": "version"},
+        "ExpressionAttributeValues": {":expected": _n(expected_version)},
+    }
+    others = _replace_items(table, replaces)
+    snapshots = [key for key in _keys(pk) if key["SK"]["S"] != CURRENT]
+    if len(others) + 1 + len(snapshots) <= MAX_TRANSACTION_ITEMS:
+        _transact(
+            [
+                *others,
+                {"Delete": {"TableName": table, "Key": current, **on_version}},
+                *({"Delete": {"TableName": table, "Key": key}} for key in snapshots),
+            ]
+        )
+        return
+    import time
+
+    tombstone = {**current, TOMBSTONE: _n(int(time.time() * 1000))}
+    _transact([*others, {"Put": {"TableName": table, "Item": tombstone, **on_version}}])
+    _purge(pk)
+
+
+def _keys(pk: str) -> list[dict[str, Any]]:
+    return [
         {"PK": item["PK"], "SK": item["SK"]}
         for item in _query(
             KeyConditionExpression="PK = :pk",
-            ExpressionAttributeValues={":pk": _s(_pk(kind, entity_id))},
+            ExpressionAttributeValues={":pk": _s(pk)},
             ProjectionExpression="PK, SK",
+            ConsistentRead=True,
         )
     ]
+
+
+def _purge(pk: str, keep_tombstone: bool = False) -> None:
+    """Remove the snapshots a tombstone hides, then (unless kept for a create) the tombstone."""
+    from botocore.exceptions import ClientError
+
+    _batch_delete([key for key in _keys(pk) if key["SK"]["S"] != CURRENT])
+    if keep_tombstone:
+        return
+    try:
+        _ddb().delete_item(
+            TableName=config.table_name(),
+            Key={"PK": _s(pk), "SK": _s(CURRENT)},
+            ConditionExpression="attribute_exists(#t)",
+            ExpressionAttributeNames={"#t": TOMBSTONE},
+        )
+    except ClientError as exc:
+        if not _is_condition_failure(exc):  # gone already, or the id was taken again meanwhile
+            raise
+
+
+def _batch_delete(keys: list[dict[str, Any]]) -> None:
+    """Delete items 25 a request, retrying unprocessed ones with backoff; StoreUnavailable past that."""
+    import time
+
+    table = config.table_name()
     for start in range(0, len(keys), 25):
-        requests = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
-        pending: dict[str, Any] = {table: requests}
-        while pending:
-            pending = _ddb().batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+        pending = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + 25]]
+        for attempt in range(BATCH_RETRIES):
+            response = _ddb().batch_write_item(RequestItems={table: pending})
+            pending = (response.get("UnprocessedItems") or {}).get(table) or []
+            if not pending:
+                break
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        else:
+            raise StoreUnavailable(f"{len(pending)} deletes left unprocessed after {BATCH_RETRIES} attempts")
 
 
 # --- API keys -------------------------------------------------------------------------------

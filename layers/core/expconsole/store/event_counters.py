@@ -97,8 +97,8 @@ def record(day: str, object_name: str, tallies: dict[str, NameTally], now_ms: in
                 _ddb().transact_write_items(TransactItems=items)
                 counted += 1
             except ClientError as exc:
-                if dynamo.is_transaction_conflict(exc) and attempt < dynamo.CONFLICT_RETRIES:
-                    dynamo.conflict_pause(attempt)  # a concurrent request counted the same names
+                if dynamo.is_transient_cancellation(exc) and attempt < dynamo.CONFLICT_RETRIES:
+                    dynamo.conflict_pause(attempt)  # a concurrent count of the same names, or throttling
                     continue
                 if not _marker_exists(exc):
                     raise
@@ -107,7 +107,7 @@ def record(day: str, object_name: str, tallies: dict[str, NameTally], now_ms: in
 
 
 def _marker_exists(exc: Exception) -> bool:
-    response = getattr(exc, "response", {})
+    response = getattr(exc, "response", None) or {}
     if response.get("Error", {}).get("Code") != "TransactionCanceledException":
         return False
     reasons = response.get("CancellationReasons") or []

@@ -18,6 +18,7 @@ when it starts (`running`) and when it ends (`success` or `failure`, with the re
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import time
@@ -25,7 +26,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from expconsole import kinds
+from aws_lambda_powertools import Logger
+
+from expconsole import aws, kinds
 from expconsole.services import entities
 from expconsole.services.pulse import daydata
 from expconsole.services.pulse.aggregate import aggregate_day, needed_columns
@@ -34,6 +37,7 @@ from expconsole.services.pulse.plan import DAY_MS, PRE_DAYS, EntityPlan, experim
 from expconsole.services.results import write_day
 from expconsole.store import dynamo, pulse_runs, s3
 
+logger = Logger(service="expconsole")
 Progress = Callable[[str, int, int], None]
 PARTS = ("units", "distinct", "funnel")
 
@@ -267,6 +271,17 @@ def health_doc(
     return {"status": status, "checks": checks}
 
 
+def _failure_message(exc: Exception) -> str:
+    """What the history shows of a failure: the rule broken, never storage internals (names, ARNs)."""
+    from expconsole.api.errors import ApiError
+
+    if isinstance(exc, ApiError):
+        return exc.message
+    if aws.is_transient(exc) or type(exc).__name__ == "StoreUnavailable":
+        return "Storage was unavailable during the load; retry it."
+    return "The load failed with an internal error; it was logged. Retry, and report it if it persists."
+
+
 def load_pulse(
     kind: str,
     entity_id: str,
@@ -325,9 +340,11 @@ def load_pulse(
         record.update(
             finishedState="failure",
             finishedTime=int(time.time() * 1000),
-            message=f"{type(exc).__name__}: {exc}",
+            message=_failure_message(exc),
         )
-        pulse_runs.put(kind, entity_id, run_id, record)
+        logger.exception("Pulse load failed", extra={"kind": kind, "id": entity_id, "run": run_id})
+        with contextlib.suppress(Exception):  # the failure itself may be the table: keep the cause
+            pulse_runs.put(kind, entity_id, run_id, record)
         raise
     pulse_runs.put(kind, entity_id, run_id, record)
     return record
