@@ -23,6 +23,7 @@ from expconsole.api.errors import BadRequest, ServiceUnavailable
 from expconsole.api.pagination import paginate
 from expconsole.models.pulse import LoadPulseBody
 from expconsole.services import entities, experiments
+from expconsole.services.pulse.plan import experiment_metric_ids
 from expconsole.store import dynamo, pulse_runs
 
 logger = Logger(service="expconsole")
@@ -35,14 +36,6 @@ def _async() -> bool:
     )
 
 
-def _metric_ids(doc: dict[str, Any]) -> set[str]:
-    out = set()
-    for field in ("primaryMetrics", "secondaryMetrics", "otherMetrics"):
-        for ref in doc.get(field) or []:
-            out.add(f"{ref['name']}::{ref['type']}" if isinstance(ref, dict) else str(ref))
-    return out
-
-
 def request(exp_id: str, body: LoadPulseBody) -> tuple[str, dict[str, Any]]:
     """Load (or queue) pulse for one experiment; (message, the load's history record)."""
     doc = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
@@ -51,7 +44,7 @@ def request(exp_id: str, body: LoadPulseBody) -> tuple[str, dict[str, Any]]:
     if body.refresh == "metric":
         if not body.metricIDs:
             raise BadRequest.field("metricIDs", "is required with refresh 'metric': the metrics to reload")
-        unknown = sorted(set(body.metricIDs) - _metric_ids(doc))
+        unknown = sorted(set(body.metricIDs) - set(experiment_metric_ids(doc)))
         if unknown:
             raise BadRequest.field("metricIDs", f"not metrics of this experiment: {', '.join(unknown)}")
     job = {

@@ -187,6 +187,12 @@ def _criteria(ev: dict[str, Any]) -> tuple[tuple[str, str, str, tuple[str, ...]]
     )
 
 
+def experiment_metric_ids(doc: dict[str, Any]) -> list[str]:
+    """The experiment's metric ids (`<name>::<type>`): primary, then secondary, then other."""
+    lists = ("primaryMetrics", "secondaryMetrics", "otherMetrics")
+    return _metric_ids([ref for field in lists for ref in doc.get(field) or []])
+
+
 def _metric_ids(refs: list[Any]) -> list[str]:
     out = []
     for ref in refs or []:
@@ -205,11 +211,7 @@ def experiment_plan(doc: dict[str, Any], now: int) -> EntityPlan:
     decision = doc.get("decisionTime") if doc.get("status") in experiments.DECIDED else None
     end = doc.get("endTime") or decision
     builder = _Builder()
-    ids = _metric_ids(
-        (doc.get("primaryMetrics") or [])
-        + (doc.get("secondaryMetrics") or [])
-        + (doc.get("otherMetrics") or [])
-    )
+    ids = experiment_metric_ids(doc)
     plans = [builder.metric(mid) for mid in ids]
     rollup = doc.get("defaultRollupWindow")
     return EntityPlan(
