@@ -493,24 +493,53 @@ _GATE_KINDS = frozenset({"PASS_GATE", "FAIL_GATE", "MULTI_PASS_GATE", "MULTI_FAI
 
 
 class _Rule:
-    __slots__ = ("conditions", "raw", "side_effects")
+    """A rule with the fields the SDK reads on every check looked up once."""
 
-    def __init__(self, raw: Mapping[str, Any], conditions: list[_Condition]) -> None:
+    __slots__ = (
+        "any_side_effects",
+        "conditions",
+        "delegate",
+        "group_name",
+        "hash_prefix",
+        "id",
+        "id_type",
+        "is_experiment_group",
+        "pass_percentage",
+        "raw",
+        "return_value",
+        "side_effects",
+    )
+
+    def __init__(self, raw: Mapping[str, Any], spec: Mapping[str, Any]) -> None:
         self.raw = raw
-        self.conditions = conditions
+        self.conditions = [_Condition(condition) for condition in raw.get("conditions", [])]
         # Gate conditions record exposures, so they run even after the rule already failed.
-        self.side_effects = [condition.kind in _GATE_KINDS for condition in conditions]
+        self.side_effects = [condition.kind in _GATE_KINDS for condition in self.conditions]
+        self.any_side_effects = any(self.side_effects)
+        self.id = raw.get("id", "")
+        self.return_value = raw.get("returnValue")
+        self.group_name = raw.get("groupName", None)
+        self.is_experiment_group = raw.get("isExperimentGroup", False)
+        self.delegate = raw.get("configDelegate", None)
+        self.pass_percentage = raw.get("passPercentage", 0)
+        self.id_type = raw.get("idType", "userID")
+        spec_salt, rule_salt = spec.get("salt", ""), raw.get("salt", raw.get("id", ""))
+        # Unusual salts take the SDK's own path at check time (and fail there as it does).
+        self.hash_prefix = (
+            f"{spec_salt}.{rule_salt}." if isinstance(spec_salt, str) and isinstance(rule_salt, str) else None
+        )
 
 
 class _Spec:
-    __slots__ = ("raw", "rules")
+    __slots__ = ("default_value", "enabled", "explicit_parameters", "id_type", "raw", "rules")
 
     def __init__(self, raw: Mapping[str, Any]) -> None:
         self.raw = raw
-        self.rules = [
-            _Rule(rule, [_Condition(condition) for condition in rule.get("conditions", [])])
-            for rule in raw.get("rules", [])
-        ]
+        self.rules = [_Rule(rule, raw) for rule in raw.get("rules", [])]
+        self.enabled = bool(raw.get("enabled", False))
+        self.id_type = raw.get("idType", "")
+        self.default_value = raw.get("defaultValue", {})
+        self.explicit_parameters = raw.get("explicitParameters", [])
 
 
 def _is_supported(spec: Mapping[str, Any]) -> bool:
@@ -528,7 +557,7 @@ def _is_supported(spec: Mapping[str, Any]) -> bool:
 # ----------------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GateEvaluation:
     """A gate's answer; `reason` is the SDK's detailed reason (`Network`, `Network:Unrecognized`)."""
 
@@ -542,7 +571,7 @@ class GateEvaluation:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ConfigEvaluation:
     """A dynamic config's or experiment's answer; `rule_passed` is the exposure's `rulePassed`."""
 
@@ -557,7 +586,7 @@ class ConfigEvaluation:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LayerEvaluation:
     """A layer's answer: its values come from the allocated experiment when a rule delegated."""
 
@@ -626,6 +655,8 @@ class _Result:
 
 def _clean_exposures(exposures: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop segment pseudo-gates and repeats, as the SDK does before logging."""
+    if not exposures:
+        return []
     seen: set[str] = set()
     result = []
     for exposure in exposures:
@@ -829,74 +860,76 @@ class Evaluator:
             result.reset()
             result.reason = "Unsupported" if name in self.unsupported else "Unrecognized"
             return
-        raw = spec.raw
-        if not raw.get("enabled", False):
-            self._finalize(raw, result, False, None, nested)
+        if not spec.enabled:
+            self._finalize(spec, result, False, None, nested)
             return
         for rule in spec.rules:
             self._evaluate_rule(user, rule, result)
             if result.passed:
-                if self._delegate(user, rule.raw, result):
+                if rule.delegate is not None and self._delegate(user, rule.delegate, result):
                     result.secondary = _clean_exposures(result.secondary)
                     result.undelegated = _clean_exposures(result.undelegated)
                     return
-                passes = self._pass_percentage(user, rule.raw, raw)
-                self._finalize(raw, result, passes, rule.raw, nested)
+                passes = self._pass_percentage(user, rule, spec)
+                self._finalize(spec, result, passes, rule, nested)
                 return
-        self._finalize(raw, result, False, None, nested)
+        self._finalize(spec, result, False, None, nested)
 
     @staticmethod
-    def _finalize(
-        raw: Mapping[str, Any], result: _Result, passed: bool, rule: Mapping[str, Any] | None, nested: bool
-    ) -> None:
+    def _finalize(spec: _Spec, result: _Result, passed: bool, rule: _Rule | None, nested: bool) -> None:
         result.passed = passed
-        result.id_type = raw.get("idType", "")
+        result.id_type = spec.id_type
         result.reason = None
         if rule is None:
-            result.json_value = raw.get("defaultValue", {})
+            result.json_value = spec.default_value
             result.group_name = None
             result.is_experiment_group = False
-            result.rule_id = "default" if raw.get("enabled") else "disabled"
+            result.rule_id = "default" if spec.enabled else "disabled"
         else:
-            result.json_value = rule.get("returnValue") if passed else raw.get("defaultValue", {})
-            result.group_name = rule.get("groupName", None)
-            result.is_experiment_group = rule.get("isExperimentGroup", False)
-            result.rule_id = rule.get("id", "")
+            result.json_value = rule.return_value if passed else spec.default_value
+            result.group_name = rule.group_name
+            result.is_experiment_group = rule.is_experiment_group
+            result.rule_id = rule.id
         if not nested:
             result.secondary = _clean_exposures(result.secondary)
             result.undelegated = _clean_exposures(result.undelegated)
 
     def _evaluate_rule(self, user: User, rule: _Rule, result: _Result) -> None:
         passed = True
-        for condition, side_effects in zip(rule.conditions, rule.side_effects, strict=True):
-            if (passed or side_effects) and not self._condition(user, condition, result):
-                passed = False
+        if not rule.any_side_effects:
+            for condition in rule.conditions:
+                if not self._condition(user, condition, result):
+                    passed = False
+                    break
+        else:
+            for condition, side_effects in zip(rule.conditions, rule.side_effects, strict=True):
+                if (passed or side_effects) and not self._condition(user, condition, result):
+                    passed = False
         result.passed = passed
 
-    def _delegate(self, user: User, rule: Mapping[str, Any], result: _Result) -> bool:
-        delegate = rule.get("configDelegate", None)
-        if delegate is None:
-            return False
+    def _delegate(self, user: User, delegate: Any, result: _Result) -> bool:
         config = self._configs.get(delegate)
         if config is None:
             return False
         result.undelegated = result.secondary[:]
         self._evaluate(user, delegate, self._configs, result, nested=True)
-        result.explicit_parameters = config.raw.get("explicitParameters", [])
+        result.explicit_parameters = config.explicit_parameters
         result.allocated_experiment = delegate
         return True
 
     @staticmethod
-    def _pass_percentage(user: User, rule: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
-        percentage = rule.get("passPercentage", 0)
+    def _pass_percentage(user: User, rule: _Rule, spec: _Spec) -> bool:
+        percentage = rule.pass_percentage
         if percentage == 100.0:
             return True
         if percentage == 0.0:
             return False
-        rule_salt = rule.get("salt", rule.get("id", ""))
-        unit = _unit_id(user, rule.get("idType", "userID")) or ""
-        key = spec.get("salt", "") + "." + rule_salt + "." + str(unit)
-        return (unit_hash(key) % 10000) < percentage * 100
+        unit = _unit_id(user, rule.id_type) or ""
+        prefix = rule.hash_prefix
+        if prefix is None:  # the SDK's expression, raising where it raises
+            rule_salt = rule.raw.get("salt", rule.raw.get("id", ""))
+            prefix = spec.raw.get("salt", "") + "." + rule_salt + "."
+        return (unit_hash(prefix + str(unit)) % 10000) < percentage * 100
 
     def _gate_exposure(
         self, user: User, gate: Any, result: _Result, nested: bool
