@@ -677,7 +677,8 @@ class Evaluator:
 
     `id_lists` maps an id list's name to its members in stored form (`id_list_hash(id)`, the
     8-character strings of the id-list files); a list that is absent matches nobody, as in the
-    SDK before the list is downloaded. Build one per document; checks never modify it.
+    SDK before the list is downloaded. Build one per document; checks never modify it, and the
+    values they return are the document's own objects (read them, do not mutate them).
     """
 
     def __init__(self, spec: Mapping[str, Any], id_lists: Mapping[str, set[str]] | None = None) -> None:
