@@ -211,11 +211,17 @@ def test_api_authorizes_every_route_on_the_key_header() -> None:
     auth = api["Auth"]
     default = auth["DefaultAuthorizer"]
     assert API_KEY_HEADER in auth["Authorizers"][default]["Identity"]["Headers"]
+    # The SDK protocol takes its key in STATSIG-API-KEY or SERVICE-API-KEY: its authorizer has no
+    # identity source (API Gateway would refuse a request without it) and so caches no verdict.
+    sdk = auth["Authorizers"]["SdkKeyAuthorizer"]
+    assert sdk["FunctionArn"] == auth["Authorizers"][default]["FunctionArn"]
+    assert sdk["Identity"] == {"ReauthorizeEvery": 0}
     for function, props in _functions().items():
         for event, event_props in _http_events(props).items():
             assert event_props.get("ApiId") == {"Ref": api_name}, f"{function}.{event} is not on {api_name}"
             authorizer = (event_props.get("Auth") or {}).get("Authorizer", default)
-            assert authorizer == default, f"{function}.{event} opts out of the default authorizer"
+            wanted = "SdkKeyAuthorizer" if function == "SdkFunction" else default
+            assert authorizer == wanted, f"{function}.{event} uses {authorizer}, not {wanted}"
 
 
 def test_routes_are_unique_and_complete() -> None:
@@ -289,6 +295,10 @@ def _authorizer_function() -> str:
     return auth["Authorizers"][auth["DefaultAuthorizer"]]["FunctionArn"]["Fn::GetAtt"][0]
 
 
+def _is_stream(event: dict[str, Any]) -> bool:
+    return bool(event.get("Records")) and event["Records"][0].get("eventSource") == "aws:dynamodb"
+
+
 def _is_eventbridge(event: dict[str, Any]) -> bool:
     return "detail-type" in event and "routeKey" not in event
 
@@ -317,6 +327,14 @@ def _function_for(event: dict[str, Any]) -> str:
     the one whose EventBridge rule matches the event."""
     if event.get("type") == "REQUEST":
         return _authorizer_function()
+    if _is_stream(event):
+        owners = [
+            n
+            for n, p in _functions().items()
+            if any(e["Type"] == "DynamoDB" for e in (p.get("Events") or {}).values())
+        ]
+        assert owners, "no function of template.yaml reads the table's stream"
+        return owners[0]
     if _is_eventbridge(event):
         owners = _eventbridge_functions(event)
         assert owners, f"no rule of template.yaml matches {event['source']}/{event['detail-type']}"
@@ -335,6 +353,10 @@ def test_there_is_a_sample_event_per_function() -> None:
 @pytest.mark.parametrize("path", _event_files(), ids=lambda p: p.stem)
 def test_sample_event_is_http_api_v2(path: Path) -> None:
     event = json.loads(path.read_text())
+    if _is_stream(event):
+        pytest.skip(
+            "a DynamoDB stream event (matched to its function by test_there_is_a_sample_event_per_function)"
+        )
     if _is_eventbridge(event):
         pytest.skip("an EventBridge event (matched to its rule by test_there_is_a_sample_event_per_function)")
     assert event["version"] == "2.0"
@@ -409,5 +431,13 @@ def test_sample_event_invokes_its_function(path: Path, table: None, monkeypatch:
     if _is_eventbridge(event):
         handler(event, _LambdaContext())  # not an HTTP function: no status code; it must not raise
         return
+    if _is_stream(event):
+        built = handler(event, _LambdaContext())
+        assert built["changed"] is True and built["time"] > 0, built
+        return
+    if logical_id == "SdkFunction":
+        from expconsole.services.sdk import documents
+
+        documents.rebuild()  # what the stream's first invocation does after a deploy
     response = handler(event, _LambdaContext())
     assert response["statusCode"] < 500, response

@@ -60,6 +60,8 @@ def _has_json_body_problem(event: dict[str, Any]) -> ApiError | None:
     if not event.get("body"):
         return None
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    if headers.get("content-encoding", "").strip().lower() in ("gzip", "deflate"):
+        return None  # a compressed body (SDK event batches): its route decodes and checks it
     ctype = headers.get("content-type", "")
     if ctype.split(";")[0].strip().lower() != "application/json":
         err = ApiError(f"Content-Type must be application/json for a request body (got {ctype or 'none'!r}).")

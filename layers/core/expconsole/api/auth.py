@@ -17,6 +17,8 @@ from expconsole.api.errors import ApiError, Forbidden, Unauthorized
 
 KeyKind = Literal["console", "server"]
 HEADER = "service-api-key"
+# The Statsig SDKs send their key here; the SDK protocol routes accept either header.
+SDK_HEADER = "statsig-api-key"
 PREFIX: dict[str, str] = {"console": "console-", "server": "secret-"}
 UNKNOWN = "unknown"
 
@@ -36,11 +38,16 @@ def hashes_match(stored_hash: str, presented_key: str) -> bool:
 
 
 def header_value(headers: dict[str, Any] | None) -> str | None:
-    """The key header, whatever its case (HTTP header names are case-insensitive)."""
+    """The key header, whatever its case (HTTP header names are case-insensitive): SERVICE-API-KEY,
+    else STATSIG-API-KEY (what the SDKs send)."""
+    sdk = None
     for name, value in (headers or {}).items():
-        if name.lower() == HEADER:
+        lowered = name.lower()
+        if lowered == HEADER:
             return value
-    return None
+        if lowered == SDK_HEADER:
+            sdk = value
+    return sdk
 
 
 def authorizer_context(event: dict[str, Any]) -> dict[str, Any]:

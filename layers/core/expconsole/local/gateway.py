@@ -530,6 +530,61 @@ class _Verdicts:
             self._entries[key] = (now + ttl, context)
 
 
+class StreamEmulator:
+    """The table's DynamoDB stream, as the stream consumers see it: after writes, one invocation.
+
+    In AWS, entity writes reach the stream functions (the SDK spec builder) through the table's
+    stream, batched over a short window. Here a successful write request marks the stream dirty;
+    a thread waits `window` seconds of quiet (a burst is one invocation), then invokes each
+    stream function in its sandbox. It also runs once at start, as the hourly schedule would.
+    """
+
+    def __init__(self, functions: Functions, consumers: list[Function], window: float = 0.2) -> None:
+        self._functions = functions
+        self._consumers = consumers
+        self._window = window
+        self._changed = threading.Event()
+        self._stopped = threading.Event()
+        self._last_write = 0.0
+        self.invocations = 0
+        self._thread = threading.Thread(target=self._run, name="stream-emulator", daemon=True)
+
+    def start(self) -> None:
+        """Begin (once the backend the functions use is up), with a first invocation."""
+        if self._consumers and not self._thread.is_alive():
+            self._changed.set()
+            self._thread.start()
+
+    def written(self) -> None:
+        self._last_write = time.monotonic()
+        self._changed.set()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            if not self._changed.wait(timeout=0.5):
+                continue
+            while time.monotonic() - self._last_write < self._window and not self._stopped.is_set():
+                time.sleep(self._window / 4)
+            self._changed.clear()
+            for function in self._consumers:
+                try:
+                    self._functions.invoke(
+                        function, {"Records": [{"eventSource": "aws:dynamodb", "local": True}]}
+                    )
+                except InvocationError as exc:
+                    if not self._stopped.is_set():  # a build cut short by the server stopping is no failure
+                        _log_failure(f"{function.logical_id} failed on the table's stream", exc)
+            self.invocations += 1
+
+    def close(self) -> None:
+        self._stopped.set()
+        self._changed.set()
+
+
+# Key headers are masked in the sandboxes' logs, whichever authorizer (if any) reads them.
+KEY_HEADERS = ("service-api-key", "statsig-api-key")
+
+
 class Gateway:
     """Routes a request, runs the authorizer, invokes the function and shapes its response."""
 
@@ -539,7 +594,10 @@ class Gateway:
         self._verdicts = _Verdicts()
         # The identity headers carry API keys: their values are masked in the sandboxes' logs.
         authorizers = {route.authorizer for route in api.routes if route.authorizer}
-        self._secret_headers = sorted({name.lower() for a in authorizers for name in a.identity_headers})
+        self._secret_headers = sorted(
+            {name.lower() for a in authorizers for name in a.identity_headers} | set(KEY_HEADERS)
+        )
+        self.stream = StreamEmulator(self.functions, api.stream_functions)
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         request_id = base64.b64encode(os.urandom(10)).decode("ascii")
@@ -547,8 +605,13 @@ class Gateway:
         response.headers.append(("Apigw-Requestid", request_id))
         return response
 
+    def start(self) -> None:
+        """Start what runs beside requests (the stream emulation), once the backend is up."""
+        self.stream.start()
+
     def close(self) -> None:
-        """Stop the functions' sandboxes."""
+        """Stop the stream emulation and the functions' sandboxes."""
+        self.stream.close()
         self.functions.close()
 
     def _respond(self, request: HttpRequest, request_id: str) -> HttpResponse:
@@ -596,6 +659,13 @@ class Gateway:
         except InvocationError as exc:
             _log_failure(f"{route.function.logical_id} failed on {route.route_key}", exc)
             return gateway_error(exc.status, exc.message)
+        if (
+            event["requestContext"]["http"]["method"] not in ("GET", "HEAD", "OPTIONS")
+            and str(event.get("rawPath", "")).startswith("/console/")
+            and isinstance(result, dict)
+            and 200 <= int(result.get("statusCode") or 0) < 300
+        ):
+            self.stream.written()
         try:
             return to_http_response(result)
         except (TypeError, ValueError) as exc:

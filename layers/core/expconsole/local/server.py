@@ -117,6 +117,7 @@ class LocalServer:
             self._undo.append(_setdefault_environ(api.environment))
             self.api_key = _register("console", self._given["console"])
             self.server_secret = _register("server", self._given["server"])
+            gateway.start()
         except BaseException:
             self.stop()
             raise

@@ -80,6 +80,8 @@ class Route:
 class Api:
     routes: list[Route]
     environment: dict[str, str] = field(default_factory=dict)
+    # Functions the table's DynamoDB stream invokes (the local server calls them after writes).
+    stream_functions: list[Function] = field(default_factory=list)
 
 
 def find_template(explicit: str | Path | None = None, start: Path | None = None) -> Path:
@@ -164,7 +166,18 @@ def load_api(path: Path) -> Api:
             )
     if not routes:
         raise TemplateError(f"{path} declares no HttpApi events")
-    return Api(routes=routes, environment=_environment(function_globals, parameters))
+    streams = [
+        function(logical_id)
+        for logical_id, resource in resources.items()
+        if resource.get("Type") == "AWS::Serverless::Function"
+        and any(
+            e.get("Type") == "DynamoDB"
+            for e in ((resource.get("Properties") or {}).get("Events") or {}).values()
+        )
+    ]
+    return Api(
+        routes=routes, environment=_environment(function_globals, parameters), stream_functions=streams
+    )
 
 
 def _authorizers(

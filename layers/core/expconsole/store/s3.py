@@ -139,3 +139,71 @@ def delete_objects(keys: list[str]) -> None:
         _s3().delete_objects(
             Bucket=config.events_bucket(), Delete={"Objects": [{"Key": k} for k in chunk], "Quiet": True}
         )
+
+
+# --- the SDK documents: the spec document and id-list files (written by the specs builder) ----------
+
+SDK_PREFIX = "sdk/"
+
+
+def put_document(
+    key: str, body: bytes, metadata: dict[str, str], content_type: str, content_encoding: str | None = None
+) -> None:
+    """Write a served document whole, with user metadata (what a reader needs without the body)."""
+    extra = {"ContentEncoding": content_encoding} if content_encoding else {}
+    _s3().put_object(
+        Bucket=config.events_bucket(),
+        Key=key,
+        Body=body,
+        Metadata=metadata,
+        ContentType=content_type,
+        **extra,
+    )
+
+
+def get_document(
+    key: str, if_none_match: str | None = None
+) -> tuple[str, bytes | None, dict[str, str]] | None:
+    """(ETag, body, user metadata) of a document; body None when it still has ETag `if_none_match`.
+
+    None when there is no such object.
+    """
+    from botocore.exceptions import ClientError
+
+    extra = {"IfNoneMatch": if_none_match} if if_none_match else {}
+    try:
+        response = _s3().get_object(Bucket=config.events_bucket(), Key=key, **extra)
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        if code in ("304", "NotModified") and if_none_match:
+            return if_none_match, None, {}
+        if code in ("NoSuchKey", "404", "NotFound"):
+            return None
+        raise
+    return response["ETag"], response["Body"].read(), dict(response.get("Metadata") or {})
+
+
+def get_range(key: str, start: int) -> tuple[bytes, int] | None:
+    """The bytes of an object from `start` on, and its whole size; None when there is no object."""
+    from botocore.exceptions import ClientError
+
+    try:
+        head = _s3().head_object(Bucket=config.events_bucket(), Key=key)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+            return None
+        raise
+    size = int(head["ContentLength"])
+    if start >= size:
+        return b"", size
+    response = _s3().get_object(Bucket=config.events_bucket(), Key=key, Range=f"bytes={start}-")
+    return response["Body"].read(), size
+
+
+def presigned_url(key: str, expires_seconds: int = 300) -> str:
+    """A time-limited GET URL of one object (for documents over a Lambda response's 6 MB)."""
+    return str(
+        _s3().generate_presigned_url(
+            "get_object", Params={"Bucket": config.events_bucket(), "Key": key}, ExpiresIn=expires_seconds
+        )
+    )

@@ -1,0 +1,67 @@
+"""Bodies and answers of the evaluation endpoints (POST /v1/check_gate, get_config, get_experiment,
+get_layer): the shapes of the peer's HTTP API, `{user, <kind>Name}`.
+
+The user is the SDKs' JSON user (`userID`, `customIDs`, `email`, `ip`, `userAgent`, `country`,
+`locale`, `appVersion`, `custom`, `privateAttributes`, `statsigEnvironment`); its rules (one of
+`userID` or `customIDs`, objects where objects go) are checked by the evaluator, whose message
+names the field.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, StringConstraints
+
+from expconsole.models.base import RequestModel, ResponseModel
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+SdkUser = Annotated[
+    dict[str, Any],
+    Field(
+        description="The SDK user: `userID` or `customIDs` required; `statsigEnvironment.tier` picks rules."
+    ),
+]
+
+
+class CheckGateBody(RequestModel):
+    user: SdkUser
+    gateName: Name | None = Field(None, description="One gate; or `gateNames` for several.")
+    gateNames: list[Name] | None = Field(None, min_length=1, max_length=100)
+
+
+class GetConfigBody(RequestModel):
+    user: SdkUser
+    configName: Name
+
+
+class GetExperimentBody(RequestModel):
+    user: SdkUser
+    experimentName: Name
+
+
+class GetLayerBody(RequestModel):
+    user: SdkUser
+    layerName: Name
+
+
+class GateAnswer(ResponseModel):
+    name: str
+    value: bool
+    rule_id: str
+    group_name: str | None
+    id_type: str
+
+
+class ConfigAnswer(ResponseModel):
+    name: str
+    value: dict[str, Any]
+    rule_id: str
+    group_name: str | None
+    id_type: str
+    is_experiment_group: bool
+
+
+class LayerAnswer(ConfigAnswer):
+    allocated_experiment_name: str | None
+    explicit_parameters: list[str]

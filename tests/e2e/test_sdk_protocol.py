@@ -1,0 +1,525 @@
+"""The real Statsig SDKs evaluate what the console manages, through the local server.
+
+Entities are created through the console API only; the SDKs (`statsig`, pure Python, and
+`statsig-python-core`, the Rust core) download the spec document the console built, the id lists
+and log their events to it, with every other host unreachable. For 10,000 varied users both SDKs,
+our evaluator (on the document and id lists served, in-process) and, for a sample, our evaluation
+endpoints over HTTP must agree on every value and rule id; the observed splits of a 30% rollout
+and of 34/33/33 groups must pass a binomial / chi-square test against their sizes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import requests
+from scipy import stats
+
+from expconsole.services.sdk.evaluator import Evaluator
+from tests.e2e.conftest import ApiSession
+
+USERS = 10_000
+HTTP_SAMPLE = 25
+P = "sdkp_"  # id prefix: this module's entities, in a server shared by the worker's tests
+
+AGENTS = [
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/120.0.0.0 Safari/537.36",
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 16_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+    "Version/16.5 Mobile/15E148 Safari/604.1",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:109.0) Gecko/20100101 Firefox/115.0",
+    "Mozilla/5.0 (Linux; Android 13; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/116.0.0.0 "
+    "Mobile Safari/537.36",
+    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 "
+    "Safari/605.1.15",
+]
+IPS = ["8.8.8.8", "81.2.69.142", "2.16.0.1", "1.0.16.1", "5.45.192.1", "203.0.113.9"]
+VERSIONS = ["1.0", "1.2.0", "1.10.1", "2.0.0", "2.1", "3.0.0-beta", "0.9.9"]
+
+
+def cond(ctype: str, operator: str | None = None, target: Any = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": ctype}
+    if operator is not None:
+        out["operator"] = operator
+    if target is not None:
+        out["targetValue"] = target
+    out.update(extra)
+    return out
+
+
+# One gate per condition type and operator family (each a single rule, 100%).
+GATE_CONDITIONS: dict[str, list[dict[str, Any]]] = {
+    "user_id_any": [cond("user_id", "any", [f"user-{i}" for i in range(0, 10_000, 11)])],
+    "user_id_none": [cond("user_id", "none", ["user-1", "user-2"])],
+    "email_ends": [cond("email", "str_ends_with_any", ["@corp.io", "@EXAMPLE.com"])],
+    "email_starts": [cond("email", "str_starts_with_any", ["ann", "Bob"])],
+    "email_contains_none": [cond("email", "str_contains_none", ["mail"])],
+    "email_regex": [cond("email", "str_matches", r"^[ab].*@example\.(com|org)$")],
+    "email_eq": [cond("email", "eq", "ann0@corp.io")],
+    "age_gt": [cond("custom_field", "gt", 30, field="age")],
+    "age_lte": [cond("custom_field", "lte", 25.5, field="age")],
+    "plan_neq": [cond("custom_field", "neq", "free", field="plan")],
+    "plan_case_sensitive": [cond("custom_field", "any_case_sensitive", ["pro"], field="plan")],
+    "app_version_gt": [cond("app_version", "version_gt", "1.2.0")],
+    "app_version_lte": [cond("app_version", "version_lte", "2.0")],
+    "app_version_eq": [cond("app_version", "version_eq", "2.1")],
+    "browser_chrome": [cond("browser_name", "any", ["Chrome", "Chrome Mobile"])],
+    "browser_version_gte": [cond("browser_version", "version_gte", "116")],
+    "os_ios_or_mac": [cond("os_name", "any", ["iOS", "Mac OS X"])],
+    "os_version_lt": [cond("os_version", "version_lt", "14")],
+    "country_de_us": [cond("country", "any", ["DE", "US"])],
+    "locale_en": [cond("locale", "str_starts_with_any", ["en"])],
+    "tier_staging": [cond("environment_tier", "any", ["staging"])],
+    "ip_listed": [cond("ip_address", "any", ["8.8.8.8", "1.0.16.1"])],
+    "company_unit": [cond("unit_id", "any", ["c1", "c3", "c5"], customID="companyID")],
+    "after_2020": [cond("time", "after", 1_577_836_800_000)],
+    "before_2020": [cond("time", "before", 1_577_836_800_000)],
+    "passes_age_gt": [cond("passes_gate", target=f"{P}age_gt")],
+    "fails_plan_neq": [cond("fails_gate", target=f"{P}plan_neq")],
+    "in_rule_segment": [cond("passes_segment", target=f"{P}seg_rules")],
+    "not_in_id_segment": [cond("fails_segment", target=f"{P}seg_ids")],
+    "url_contains": [cond("url", "str_contains_any", ["/checkout"])],
+    "target_app": [cond("target_app", "any", ["web"])],
+}
+
+
+def users(count: int, seed: int = 7) -> list[dict[str, Any]]:
+    """Users in the SDKs' JSON shape; every attribute sometimes present, sometimes not."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(count):
+        user: dict[str, Any] = {"userID": f"user-{i}"}
+        if rng.random() < 0.8:
+            user["email"] = f"{rng.choice(['ann', 'bob', 'cy', 'Bob'])}{i % 13}@" + rng.choice(
+                ["corp.io", "example.com", "EXAMPLE.COM", "mail.net", "example.org"]
+            )
+        if rng.random() < 0.6:
+            user["ip"] = rng.choice(IPS)
+        if rng.random() < 0.3:
+            user["country"] = rng.choice(["US", "DE", "fr"])
+        if rng.random() < 0.8:
+            user["userAgent"] = rng.choice(AGENTS)
+        if rng.random() < 0.7:
+            user["appVersion"] = rng.choice(VERSIONS)
+        if rng.random() < 0.6:
+            user["locale"] = rng.choice(["en_US", "fr_FR", "EN_gb"])
+        custom: dict[str, Any] = {}
+        if rng.random() < 0.7:
+            custom["age"] = rng.choice([rng.randint(13, 70), rng.randint(13, 70) + 0.5])
+        if rng.random() < 0.6:
+            custom["plan"] = rng.choice(["pro", "free", "PRO"])
+        if rng.random() < 0.3:
+            custom["url"] = rng.choice(["https://x.io/checkout/1", "https://x.io/home"])
+        if custom:
+            user["custom"] = custom
+        if rng.random() < 0.7:
+            user["customIDs"] = {"companyID": f"c{rng.randint(0, 9)}", "stableID": f"s-{i}"}
+        if rng.random() < 0.6:
+            user["statsigEnvironment"] = {"tier": rng.choice(["production", "staging", "development"])}
+        out.append(user)
+    return out
+
+
+def _ok(response: requests.Response) -> dict[str, Any]:
+    assert response.status_code in (200, 201), response.text
+    return response.json()["data"]
+
+
+def _started(api: ApiSession, exp_id: str) -> None:
+    _ok(api.put(f"/console/v1/experiments/{exp_id}/start", json={}))
+
+
+def create_world(api: ApiSession) -> dict[str, Any]:
+    """Everything the issue names, created through the console API."""
+    _ok(api.post("/console/v1/segments", json={"name": f"{P}seg ids", "type": "id_list"}))
+    ids = [f"user-{i}" for i in range(0, 10_000, 5)]
+    for start in range(0, len(ids), 1000):
+        r = api.patch(f"/console/v1/segments/{P}seg_ids/id_list", json={"ids": ids[start : start + 1000]})
+        assert r.status_code == 200, r.text
+    rule = {
+        "name": "corp",
+        "passPercentage": 100,
+        "conditions": [cond("email", "str_ends_with_any", ["@corp.io"])],
+    }
+    _ok(
+        api.post(
+            "/console/v1/segments", json={"name": f"{P}seg rules", "type": "rule_based", "rules": [rule]}
+        )
+    )
+    gates = []
+    for name, conditions in GATE_CONDITIONS.items():
+        body = {
+            "name": f"{P}{name}",
+            "rules": [{"name": name, "passPercentage": 100, "conditions": conditions}],
+        }
+        gates.append(_ok(api.post("/console/v1/gates", json=body))["id"])
+    rollout = {
+        "name": f"{P}rollout 30",
+        "rules": [{"name": "thirty", "passPercentage": 30, "conditions": []}],
+    }
+    gates.append(_ok(api.post("/console/v1/gates", json=rollout))["id"])
+    staged = {
+        "name": f"{P}staged",
+        "rules": [
+            {"name": "staging", "passPercentage": 100, "conditions": [], "environments": ["staging"]},
+            {
+                "name": "half",
+                "passPercentage": 50,
+                "conditions": [cond("email", "str_contains_any", ["example"])],
+            },
+        ],
+    }
+    gates.append(_ok(api.post("/console/v1/gates", json=staged))["id"])
+    disabled = {
+        "name": f"{P}disabled",
+        "isEnabled": False,
+        "rules": [{"name": "all", "passPercentage": 100, "conditions": []}],
+    }
+    gates.append(_ok(api.post("/console/v1/gates", json=disabled))["id"])
+    launched = _ok(api.post("/console/v1/gates", json={**rollout, "name": f"{P}launched"}))["id"]
+    _ok(api.put(f"/console/v1/gates/{launched}/launch"))
+    gates.append(launched)
+
+    config = {
+        "name": f"{P}pricing",
+        "defaultValue": {"price": 10},
+        "rules": [
+            {
+                "name": "pros",
+                "passPercentage": 80,
+                "conditions": [cond("custom_field", "any", ["pro"], field="plan")],
+                "returnValue": {"price": 8},
+            },
+            {
+                "name": "split",
+                "passPercentage": 100,
+                "conditions": [],
+                "returnValue": {"price": 0},
+                "variants": [
+                    {"name": "a", "passPercentage": 25, "returnValue": {"price": 9}},
+                    {"name": "b", "passPercentage": 75, "returnValue": {"price": 11}},
+                ],
+            },
+        ],
+    }
+    configs = [_ok(api.post("/console/v1/dynamic_configs", json=config))["id"]]
+
+    layer = {
+        "name": f"{P}layer",
+        "idType": "userID",
+        "parameters": [
+            {"name": "color", "type": "string", "defaultValue": "grey"},
+            {"name": "size", "type": "number", "defaultValue": 1},
+        ],
+    }
+    layer_id = _ok(api.post("/console/v1/layers", json=layer))["id"]
+    layer_exps = []
+    for n, color in enumerate(["red", "blue"]):
+        body = {
+            "name": f"{P}layer exp {n}",
+            "layerID": layer_id,
+            "allocation": 40,
+            "groups": [
+                {"name": "Control", "size": 50, "parameterValues": {"color": "grey"}},
+                {"name": "Test", "size": 50, "parameterValues": {"color": color}},
+            ],
+        }
+        exp_id = _ok(api.post("/console/v1/experiments", json=body))["id"]
+        _started(api, exp_id)
+        layer_exps.append(exp_id)
+
+    three = {
+        "name": f"{P}three",
+        "targetingGateID": f"{P}locale_en",
+        "groups": [
+            {"name": "Control", "size": 34, "parameterValues": {"v": 0}},
+            {"name": "Test A", "size": 33, "parameterValues": {"v": 1}},
+            {"name": "Test B", "size": 33, "parameterValues": {"v": 2}},
+        ],
+    }
+    three_id = _ok(api.post("/console/v1/experiments", json=three))["id"]
+    _started(api, three_id)
+    holdout = {"name": f"{P}holdout", "passPercentage": 10, "experimentIDs": [layer_exps[0]]}
+    _ok(api.post("/console/v1/holdouts", json=holdout))
+    setup_only = {"name": f"{P}not started", "groups": [{"name": "C", "size": 50}, {"name": "T", "size": 50}]}
+    experiments = [three_id, *layer_exps, _ok(api.post("/console/v1/experiments", json=setup_only))["id"]]
+    return {
+        "gates": gates,
+        "configs": configs,
+        "experiments": experiments,
+        "layers": [layer_id],
+        "three": three_id,
+        "id_segment_members": set(ids),
+    }
+
+
+def wait_for_document(url: str, key: str, names: list[str], timeout: float = 30) -> dict[str, Any]:
+    """The served document once it names every entity (it is built after writes, asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = requests.get(
+            f"{url}/v1/download_config_specs/{key}.json", headers={"STATSIG-API-KEY": key}, timeout=10
+        )
+        if r.status_code == 200:
+            doc = r.json()
+            served = {
+                s["name"] for k in ("feature_gates", "dynamic_configs", "layer_configs") for s in doc[k]
+            }
+            if set(names) <= served:
+                return doc
+        assert time.monotonic() < deadline, f"the spec document never named all of {names}"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def world(server: Any) -> Iterator[dict[str, Any]]:
+    with ApiSession(server.url, server.api_key) as api:
+        made = create_world(api)
+    names = made["gates"] + made["configs"] + made["experiments"] + made["layers"]
+    made["doc"] = wait_for_document(server.url, server.server_secret, names)
+    yield made
+
+
+def _id_lists(url: str, key: str) -> dict[str, set[str]]:
+    headers = {"STATSIG-API-KEY": key}
+    listing = requests.post(f"{url}/v1/get_id_lists", json={}, headers=headers, timeout=10).json()
+    out = {}
+    for name, entry in listing.items():
+        text = requests.get(entry["url"], headers=headers, timeout=10).text
+        out[name] = {line[1:] for line in text.splitlines() if line.startswith("+")}
+    return out
+
+
+@pytest.fixture(scope="module")
+def sdks(server: Any, world: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+    from statsig import StatsigOptions, StatsigServer
+    from statsig.statsig_error_boundary import _StatsigErrorBoundary
+    from statsig_python_core import Statsig
+    from statsig_python_core import StatsigOptions as CoreOptions
+
+    key = server.server_secret
+    previous = _StatsigErrorBoundary.endpoint
+    _StatsigErrorBoundary.endpoint = "http://127.0.0.1:9/sdk_exception"  # nothing listens: no Statsig host
+    pure = StatsigServer()
+    pure.initialize(
+        key, StatsigOptions(api=f"{server.url}/v1", disable_diagnostics=True, rulesets_sync_interval=3600)
+    )
+    options = CoreOptions()
+    options.specs_url = f"{server.url}/v2/download_config_specs"
+    options.id_lists_url = f"{server.url}/v1/get_id_lists"
+    options.log_event_url = f"{server.url}/v1/log_event"
+    options.enable_id_lists = True
+    options.specs_sync_interval_ms = 3_600_000
+    options.fallback_to_statsig_api = False
+    core = Statsig(key, options)
+    core.initialize().wait()
+    try:
+        yield pure, core
+    finally:
+        pure.shutdown()
+        core.shutdown().wait()
+        _StatsigErrorBoundary.endpoint = previous
+
+
+def _pure_user(user: dict[str, Any]) -> Any:
+    from statsig import StatsigUser
+
+    return StatsigUser(
+        user_id=user.get("userID"),
+        email=user.get("email"),
+        ip=user.get("ip"),
+        user_agent=user.get("userAgent"),
+        country=user.get("country"),
+        locale=user.get("locale"),
+        app_version=user.get("appVersion"),
+        custom=user.get("custom"),
+        custom_ids=user.get("customIDs"),
+        _statsig_environment=user.get("statsigEnvironment"),
+    )
+
+
+def _core_user(user: dict[str, Any]) -> Any:
+    from statsig_python_core import StatsigUser
+
+    return StatsigUser(
+        user_id=user.get("userID"),
+        email=user.get("email"),
+        ip=user.get("ip"),
+        user_agent=user.get("userAgent"),
+        country=user.get("country"),
+        locale=user.get("locale"),
+        app_version=user.get("appVersion"),
+        custom=user.get("custom"),
+        custom_ids=user.get("customIDs"),
+        statsig_environment=user.get("statsigEnvironment"),
+    )
+
+
+def answers_pure(sdk: Any, user: dict[str, Any], w: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    u = _pure_user(user)
+    out: dict[tuple[str, str], Any] = {}
+    for name in w["gates"]:
+        r = sdk.get_feature_gate(u, name, log_exposure=False)
+        out["gate", name] = (r.value, r.rule_id)
+    for name in w["configs"] + w["experiments"]:
+        r = sdk.get_experiment(u, name, log_exposure=False)
+        out["config", name] = (r.value, r.rule_id)
+    for name in w["layers"]:
+        r = sdk.get_layer(u, name, log_exposure=False)
+        out["layer", name] = (r.get_values(), r.rule_id, r.allocated_experiment or None)
+    return out
+
+
+def answers_core(sdk: Any, user: dict[str, Any], w: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    from statsig_python_core import (
+        ExperimentEvaluationOptions,
+        FeatureGateEvaluationOptions,
+        LayerEvaluationOptions,
+    )
+
+    u = _core_user(user)
+    out: dict[tuple[str, str], Any] = {}
+    for name in w["gates"]:
+        r = sdk.get_feature_gate(u, name, FeatureGateEvaluationOptions(disable_exposure_logging=True))
+        out["gate", name] = (r.value, r.rule_id)
+    for name in w["configs"] + w["experiments"]:
+        r = sdk.get_experiment(u, name, ExperimentEvaluationOptions(disable_exposure_logging=True))
+        out["config", name] = (r.value, r.rule_id)
+    for name in w["layers"]:
+        r = sdk.get_layer(u, name, LayerEvaluationOptions(disable_exposure_logging=True))
+        out["layer", name] = (r.get_value(), r.rule_id, r.allocated_experiment_name or None)
+    return out
+
+
+def answers_ours(ev: Evaluator, user: dict[str, Any], w: dict[str, Any]) -> dict[tuple[str, str], Any]:
+    out: dict[tuple[str, str], Any] = {}
+    for name in w["gates"]:
+        r = ev.check_gate(user, name)
+        out["gate", name] = (r.value, r.rule_id)
+    for name in w["configs"] + w["experiments"]:
+        c = ev.get_config(user, name)
+        out["config", name] = (c.value, c.rule_id)
+    for name in w["layers"]:
+        layer = ev.get_layer(user, name)
+        out["layer", name] = (layer.value, layer.rule_id, layer.allocated_experiment or None)
+    return out
+
+
+def _differences(
+    expected: dict[Any, Any], actual: dict[Any, Any], who: str, user: dict[str, Any]
+) -> list[str]:
+    return [
+        f"{who} {k} for {user}: {expected[k]!r} vs ours {actual.get(k)!r}"
+        for k in expected
+        if expected[k] != actual.get(k)
+    ]
+
+
+def test_the_sdks_our_evaluator_and_the_endpoints_agree_for_10000_users(
+    server: Any, world: dict[str, Any], sdks: tuple[Any, Any]
+) -> None:
+    pure, core = sdks
+    ev = Evaluator(world["doc"], _id_lists(server.url, server.server_secret))
+    population = users(USERS)
+    differences: list[str] = []
+    reached: Counter[str] = Counter()
+    for user in population:
+        ours = answers_ours(ev, user, world)
+        differences += _differences(answers_pure(pure, user, world), ours, "statsig", user)
+        differences += _differences(answers_core(core, user, world), ours, "statsig-python-core", user)
+        reached.update(f"{kind}:{name}:{answer[1]}" for (kind, name), answer in ours.items())
+    assert differences == [], f"{len(differences)} differences, first: {differences[:5]}"
+    # Every gate's own rule is reached by someone (so the equality covers both sides of each
+    # condition), except where nobody can pass: the time is after 2020, and a server secret has no
+    # target app (the SDKs then read none).
+    unreached = {
+        spec["name"]
+        for spec in world["doc"]["feature_gates"]
+        if spec["entity"] == "feature_gate"
+        and spec["enabled"]
+        and spec["rules"]
+        and not reached[f"gate:{spec['name']}:{spec['rules'][-1]['id']}"]
+    }
+    assert unreached == {f"{P}before_2020", f"{P}target_app"}
+
+    headers = {"STATSIG-API-KEY": server.server_secret}
+    for user in population[:HTTP_SAMPLE]:
+        ours = answers_ours(ev, user, world)
+        r = requests.post(
+            f"{server.url}/v1/check_gate",
+            json={"user": user, "gateNames": world["gates"]},
+            headers=headers,
+            timeout=10,
+        )
+        assert r.status_code == 200, r.text
+        for name, answer in r.json().items():
+            assert (answer["value"], answer["rule_id"]) == ours["gate", name], (name, user)
+        for name in world["configs"] + world["experiments"]:
+            path, field = (
+                ("get_experiment", "experimentName")
+                if name in world["experiments"]
+                else ("get_config", "configName")
+            )
+            answer = requests.post(
+                f"{server.url}/v1/{path}", json={"user": user, field: name}, headers=headers, timeout=10
+            ).json()
+            assert (answer["value"], answer["rule_id"]) == ours["config", name], (name, user, answer)
+        for name in world["layers"]:
+            answer = requests.post(
+                f"{server.url}/v1/get_layer",
+                json={"user": user, "layerName": name},
+                headers=headers,
+                timeout=10,
+            ).json()
+            assert (answer["value"], answer["rule_id"], answer["allocated_experiment_name"]) == ours[
+                "layer", name
+            ]
+
+
+def test_rollout_and_group_splits_follow_their_sizes(world: dict[str, Any], sdks: tuple[Any, Any]) -> None:
+    pure, _core = sdks
+    population = [_pure_user(u) for u in users(USERS, seed=99)]
+    passed = sum(pure.get_feature_gate(u, f"{P}rollout_30", log_exposure=False).value for u in population)
+    assert stats.binomtest(passed, len(population), 0.30).pvalue > 0.001, passed
+
+    groups = Counter(
+        pure.get_experiment(u, world["three"], log_exposure=False).group_name for u in population
+    )
+    assigned = [groups["Control"], groups["Test A"], groups["Test B"]]
+    assert sum(assigned) > 1000  # the targeting gate (English locales) lets a good share in
+    assert stats.chisquare(assigned, [sum(assigned) * p for p in (0.34, 0.33, 0.33)]).pvalue > 0.001, assigned
+
+
+def test_console_keys_and_missing_keys_are_refused(server: Any, world: dict[str, Any]) -> None:
+    url = f"{server.url}/v1/download_config_specs/{server.server_secret}.json"
+    assert requests.get(url, headers={"STATSIG-API-KEY": server.api_key}, timeout=10).status_code == 403
+    assert requests.get(url, timeout=10).status_code == 401
+    assert requests.get(url, headers={"SERVICE-API-KEY": server.server_secret}, timeout=10).status_code == 200
+
+
+def test_downloads_are_gzip_with_etag_and_unchanged_since_time(server: Any, world: dict[str, Any]) -> None:
+    key = server.server_secret
+    url = f"{server.url}/v1/download_config_specs/{key}.json"
+    first = requests.get(
+        url, headers={"STATSIG-API-KEY": key, "Accept-Encoding": "gzip"}, timeout=10, stream=True
+    )
+    assert first.headers["Content-Encoding"] == "gzip"
+    raw = first.raw.read()
+    assert {g["name"] for g in json.loads(gzip.decompress(raw))["feature_gates"]} >= set(world["gates"])
+    etag = first.headers["ETag"]
+    again = requests.get(url, headers={"STATSIG-API-KEY": key, "If-None-Match": etag}, timeout=10)
+    assert again.status_code == 304
+    current = requests.get(url, headers={"STATSIG-API-KEY": key}, timeout=10).json()
+    unchanged = requests.get(
+        url, params={"sinceTime": current["time"]}, headers={"STATSIG-API-KEY": key}, timeout=10
+    )
+    assert unchanged.json() == {"has_updates": False, "time": current["time"]}
+    bad = requests.get(url, params={"sinceTime": "soon"}, headers={"STATSIG-API-KEY": key}, timeout=10)
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "sinceTime"
