@@ -157,6 +157,16 @@ def post_log_event() -> tuple[dict[str, Any], int]:
     return log_event.log_events(_raw_body(), _headers().get("content-encoding")), 202
 
 
+@router.post(
+    "/v1/sdk_exception",
+    tags=["SDK protocol"],
+    summary="An SDK's own error report (point the SDK's error reporter here, not at Statsig's host)",
+)
+def sdk_exception() -> tuple[dict[str, Any], int]:
+    log_event.report_exception(_raw_body())
+    return {"success": True}, 202
+
+
 # --- evaluation for callers without an SDK (the peer's HTTP API shapes) -------------------------
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import random
-import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -24,24 +22,11 @@ from scipy import stats
 
 from expconsole.services.sdk.evaluator import Evaluator
 from tests.e2e.conftest import ApiSession
+from tests.e2e.sdk_clients import core_sdk, core_user, pure_sdk, pure_user, users, wait_for_document
 
 USERS = 10_000
 HTTP_SAMPLE = 25
 P = "sdkp_"  # id prefix: this module's entities, in a server shared by the worker's tests
-
-AGENTS = [
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/120.0.0.0 Safari/537.36",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 16_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-    "Version/16.5 Mobile/15E148 Safari/604.1",
-    "Mozilla/5.0 (X11; Linux x86_64; rv:109.0) Gecko/20100101 Firefox/115.0",
-    "Mozilla/5.0 (Linux; Android 13; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/116.0.0.0 "
-    "Mobile Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.1 "
-    "Safari/605.1.15",
-]
-IPS = ["8.8.8.8", "81.2.69.142", "2.16.0.1", "1.0.16.1", "5.45.192.1", "203.0.113.9"]
-VERSIONS = ["1.0", "1.2.0", "1.10.1", "2.0.0", "2.1", "3.0.0-beta", "0.9.9"]
 
 
 def cond(ctype: str, operator: str | None = None, target: Any = None, **extra: Any) -> dict[str, Any]:
@@ -88,43 +73,6 @@ GATE_CONDITIONS: dict[str, list[dict[str, Any]]] = {
     "url_contains": [cond("url", "str_contains_any", ["/checkout"])],
     "target_app": [cond("target_app", "any", ["web"])],
 }
-
-
-def users(count: int, seed: int = 7) -> list[dict[str, Any]]:
-    """Users in the SDKs' JSON shape; every attribute sometimes present, sometimes not."""
-    rng = random.Random(seed)
-    out = []
-    for i in range(count):
-        user: dict[str, Any] = {"userID": f"user-{i}"}
-        if rng.random() < 0.8:
-            user["email"] = f"{rng.choice(['ann', 'bob', 'cy', 'Bob'])}{i % 13}@" + rng.choice(
-                ["corp.io", "example.com", "EXAMPLE.COM", "mail.net", "example.org"]
-            )
-        if rng.random() < 0.6:
-            user["ip"] = rng.choice(IPS)
-        if rng.random() < 0.3:
-            user["country"] = rng.choice(["US", "DE", "fr"])
-        if rng.random() < 0.8:
-            user["userAgent"] = rng.choice(AGENTS)
-        if rng.random() < 0.7:
-            user["appVersion"] = rng.choice(VERSIONS)
-        if rng.random() < 0.6:
-            user["locale"] = rng.choice(["en_US", "fr_FR", "EN_gb"])
-        custom: dict[str, Any] = {}
-        if rng.random() < 0.7:
-            custom["age"] = rng.choice([rng.randint(13, 70), rng.randint(13, 70) + 0.5])
-        if rng.random() < 0.6:
-            custom["plan"] = rng.choice(["pro", "free", "PRO"])
-        if rng.random() < 0.3:
-            custom["url"] = rng.choice(["https://x.io/checkout/1", "https://x.io/home"])
-        if custom:
-            user["custom"] = custom
-        if rng.random() < 0.7:
-            user["customIDs"] = {"companyID": f"c{rng.randint(0, 9)}", "stableID": f"s-{i}"}
-        if rng.random() < 0.6:
-            user["statsigEnvironment"] = {"tier": rng.choice(["production", "staging", "development"])}
-        out.append(user)
-    return out
 
 
 def _ok(response: requests.Response) -> dict[str, Any]:
@@ -260,24 +208,6 @@ def create_world(api: ApiSession) -> dict[str, Any]:
     }
 
 
-def wait_for_document(url: str, key: str, names: list[str], timeout: float = 30) -> dict[str, Any]:
-    """The served document once it names every entity (it is built after writes, asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        r = requests.get(
-            f"{url}/v1/download_config_specs/{key}.json", headers={"STATSIG-API-KEY": key}, timeout=10
-        )
-        if r.status_code == 200:
-            doc = r.json()
-            served = {
-                s["name"] for k in ("feature_gates", "dynamic_configs", "layer_configs") for s in doc[k]
-            }
-            if set(names) <= served:
-                return doc
-        assert time.monotonic() < deadline, f"the spec document never named all of {names}"
-        time.sleep(0.2)
-
-
 @pytest.fixture(scope="module")
 def world(server: Any) -> Iterator[dict[str, Any]]:
     with ApiSession(server.url, server.api_key) as api:
@@ -299,71 +229,15 @@ def _id_lists(url: str, key: str) -> dict[str, set[str]]:
 
 @pytest.fixture(scope="module")
 def sdks(server: Any, world: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
-    from statsig import StatsigOptions, StatsigServer
-    from statsig.statsig_error_boundary import _StatsigErrorBoundary
-    from statsig_python_core import Statsig
-    from statsig_python_core import StatsigOptions as CoreOptions
-
-    key = server.server_secret
-    previous = _StatsigErrorBoundary.endpoint
-    _StatsigErrorBoundary.endpoint = "http://127.0.0.1:9/sdk_exception"  # nothing listens: no Statsig host
-    pure = StatsigServer()
-    pure.initialize(
-        key, StatsigOptions(api=f"{server.url}/v1", disable_diagnostics=True, rulesets_sync_interval=3600)
-    )
-    options = CoreOptions()
-    options.specs_url = f"{server.url}/v2/download_config_specs"
-    options.id_lists_url = f"{server.url}/v1/get_id_lists"
-    options.log_event_url = f"{server.url}/v1/log_event"
-    options.enable_id_lists = True
-    options.specs_sync_interval_ms = 3_600_000
-    options.fallback_to_statsig_api = False
-    core = Statsig(key, options)
-    core.initialize().wait()
-    try:
+    with (
+        pure_sdk(server.url, server.server_secret) as pure,
+        core_sdk(server.url, server.server_secret) as core,
+    ):
         yield pure, core
-    finally:
-        pure.shutdown()
-        core.shutdown().wait()
-        _StatsigErrorBoundary.endpoint = previous
-
-
-def _pure_user(user: dict[str, Any]) -> Any:
-    from statsig import StatsigUser
-
-    return StatsigUser(
-        user_id=user.get("userID"),
-        email=user.get("email"),
-        ip=user.get("ip"),
-        user_agent=user.get("userAgent"),
-        country=user.get("country"),
-        locale=user.get("locale"),
-        app_version=user.get("appVersion"),
-        custom=user.get("custom"),
-        custom_ids=user.get("customIDs"),
-        _statsig_environment=user.get("statsigEnvironment"),
-    )
-
-
-def _core_user(user: dict[str, Any]) -> Any:
-    from statsig_python_core import StatsigUser
-
-    return StatsigUser(
-        user_id=user.get("userID"),
-        email=user.get("email"),
-        ip=user.get("ip"),
-        user_agent=user.get("userAgent"),
-        country=user.get("country"),
-        locale=user.get("locale"),
-        app_version=user.get("appVersion"),
-        custom=user.get("custom"),
-        custom_ids=user.get("customIDs"),
-        statsig_environment=user.get("statsigEnvironment"),
-    )
 
 
 def answers_pure(sdk: Any, user: dict[str, Any], w: dict[str, Any]) -> dict[tuple[str, str], Any]:
-    u = _pure_user(user)
+    u = pure_user(user)
     out: dict[tuple[str, str], Any] = {}
     for name in w["gates"]:
         r = sdk.get_feature_gate(u, name, log_exposure=False)
@@ -384,7 +258,7 @@ def answers_core(sdk: Any, user: dict[str, Any], w: dict[str, Any]) -> dict[tupl
         LayerEvaluationOptions,
     )
 
-    u = _core_user(user)
+    u = core_user(user)
     out: dict[tuple[str, str], Any] = {}
     for name in w["gates"]:
         r = sdk.get_feature_gate(u, name, FeatureGateEvaluationOptions(disable_exposure_logging=True))
@@ -485,7 +359,7 @@ def test_the_sdks_our_evaluator_and_the_endpoints_agree_for_10000_users(
 
 def test_rollout_and_group_splits_follow_their_sizes(world: dict[str, Any], sdks: tuple[Any, Any]) -> None:
     pure, _core = sdks
-    population = [_pure_user(u) for u in users(USERS, seed=99)]
+    population = [pure_user(u) for u in users(USERS, seed=99)]
     passed = sum(pure.get_feature_gate(u, f"{P}rollout_30", log_exposure=False).value for u in population)
     assert stats.binomtest(passed, len(population), 0.30).pvalue > 0.001, passed
 

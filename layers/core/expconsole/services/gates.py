@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from expconsole import kinds
@@ -32,7 +33,7 @@ from expconsole.models.gates import (
 from expconsole.models.rules import is_everyone_rule, referenced_ids
 from expconsole.services import entities
 from expconsole.services.entities import Doc
-from expconsole.store import dynamo
+from expconsole.store import dynamo, gate_checks
 
 GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
 SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
@@ -87,7 +88,28 @@ def status_of(doc: Doc) -> str:
     return "In Progress" if doc["isEnabled"] else "Disabled"
 
 
-def type_of(doc: Doc) -> tuple[str, str]:
+STALE_CHECK_DAYS = 7
+
+
+def _days_ago(hour: str, now_ms: int) -> float:
+    then = datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=UTC).timestamp() * 1000
+    return (now_ms - then) / 86_400_000
+
+
+def check_staleness(doc: Doc, usage: gate_checks.Usage, now_ms: int) -> str | None:
+    """A stale reason from the SDKs' checks: none for 7 days after some (`STALE_PROBABLY_DEAD_CHECK`),
+    or none ever for a gate older than 7 days (`STALE_EMPTY_CHECKS`)."""
+    if usage.last_checked is not None:
+        return (
+            "STALE_PROBABLY_DEAD_CHECK" if _days_ago(usage.last_checked, now_ms) > STALE_CHECK_DAYS else None
+        )
+    if usage.checks:
+        return None
+    age_days = (now_ms - int(doc.get("createdTime") or now_ms)) / 86_400_000
+    return "STALE_EMPTY_CHECKS" if age_days > STALE_CHECK_DAYS else None
+
+
+def type_of(doc: Doc, usage: gate_checks.Usage | None = None, now_ms: int | None = None) -> tuple[str, str]:
     if doc.get("isTemplate"):
         return "TEMPLATE", "NONE"
     if doc.get("_type") == "PERMANENT":
@@ -104,14 +126,36 @@ def type_of(doc: Doc) -> tuple[str, str]:
         return "STALE", "STALE_ALL_TRUE"
     if rate == "0":
         return "STALE", "STALE_ALL_FALSE"
+    if usage is not None:
+        stale = check_staleness(doc, usage, entities.now_ms() if now_ms is None else now_ms)
+        if stale:
+            return "STALE", stale
     return "TEMPORARY", "NONE"
 
 
-def present(doc: Doc) -> Doc:
-    """The gate as the API returns it: stored fields plus the derived ones."""
-    gate_type, reason = type_of(doc)
+def pass_rate(doc: Doc, usage: gate_checks.Usage) -> str:
+    """The list filter's pass rate: sampled from the SDKs' checks of the last 24 hours when there
+    are any, else what the configuration implies."""
+    if not usage.checks:
+        return expected_pass_rate(doc)
+    if usage.passes == 0:
+        return "0"
+    return "100" if usage.passes == usage.checks else "INBETWEEN"
+
+
+def checks_per_hour(usage: gate_checks.Usage) -> int | float:
+    per_hour = round(usage.checks / 24, 2)
+    return int(per_hour) if per_hour.is_integer() else per_hour
+
+
+def present(doc: Doc, usage: gate_checks.Usage | None = None) -> Doc:
+    """The gate as the API returns it: stored fields plus the derived ones (checks from the SDKs'
+    gate exposures: one query, unless the caller read every gate's usage already)."""
+    usage = gate_checks.usage_of(doc["id"]) if usage is None else usage
+    gate_type, reason = type_of(doc, usage)
     out = entities.public(doc)
     out.update(
+        checksPerHour=checks_per_hour(usage),
         status=status_of(doc),
         type=gate_type,
         typeReason=reason,
@@ -245,13 +289,13 @@ def get(gate_id: str) -> Doc:
     return present(entities.load(kinds.GATE, gate_id))
 
 
-def _matches(gate: Doc, doc: Doc, q: GateListQuery) -> bool:
+def _matches(gate: Doc, doc: Doc, q: GateListQuery, usage: gate_checks.Usage) -> bool:
     checks = [
         q.includeArchived or gate["status"] != "Archived",
         q.idType is None or gate["idType"] in q.idType,
         q.type is None or gate["type"] == q.type,
         q.typeReason is None or gate["typeReason"] == q.typeReason,
-        q.passRate is None or expected_pass_rate(doc) in q.passRate,
+        q.passRate is None or pass_rate(doc, usage) in q.passRate,
         q.rolloutRate is None or rollout_rate(gate["rules"]) in q.rolloutRate,
         q.releasePipelineID is None or gate.get("releasePipelineID") == q.releasePipelineID,
         q.teamID is None or gate.get("teamID") == q.teamID,
@@ -266,9 +310,11 @@ def _matches(gate: Doc, doc: Doc, q: GateListQuery) -> bool:
 
 def list_gates(q: GateListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
     matching = []
+    usage = gate_checks.every_gate()
     for doc in dynamo.list_all(kinds.GATE):
-        gate = present(doc)
-        if _matches(gate, doc, q):
+        gate_usage = usage.get(doc["id"], gate_checks.Usage())
+        gate = present(doc, gate_usage)
+        if _matches(gate, doc, q, gate_usage):
             matching.append(gate)
     return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
 
@@ -279,7 +325,9 @@ def versions(
     snapshots = dynamo.versions(kinds.GATE, gate_id)
     if not snapshots:
         entities.load(kinds.GATE, gate_id)  # 404 when the gate does not exist
-    return paginate([present(s) for s in snapshots], page=page, limit=limit, path=path, raw_query=raw_query)
+    usage = gate_checks.usage_of(gate_id)
+    shown = [present(s, usage) for s in snapshots]
+    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
 
 
 # --- updates -----------------------------------------------------------------------------------
@@ -504,7 +552,8 @@ def list_references(
 ) -> tuple[list[Doc], dict[str, Any]]:
     docs = references_of_kind(kind, gate_id)
     if kind == kinds.GATE:
-        shown = [present(d) for d in docs]
+        usage = gate_checks.every_gate()
+        shown = [present(d, usage.get(d["id"], gate_checks.Usage())) for d in docs]
     elif kind == kinds.EXPERIMENT:
         # Imported here: only this route needs the experiment models in the gates function.
         from expconsole.services import experiments

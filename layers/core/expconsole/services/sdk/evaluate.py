@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from expconsole.api.errors import BadRequest, NotFound, ServiceUnavailable
-from expconsole.services import ingest
 from expconsole.services.sdk import documents, log_event
 from expconsole.services.sdk.evaluator import ConfigEvaluation, Evaluator, GateEvaluation, LayerEvaluation
 
@@ -93,10 +92,7 @@ def _log(ev: Evaluator, user: Any, results: list[Any], parameters: list[str] | N
     if not mapped.lines:
         return
     seed = "eval:" + hashlib.sha256(json.dumps(events, sort_keys=True, default=str).encode()).hexdigest()
-    try:
-        ingest.store_lines(mapped.lines, seed, log_event.SOURCE_SDK, now)
-    except ingest.StoreFailed as exc:
-        raise ServiceUnavailable("The exposure could not be stored; retry the request.") from exc.__cause__
+    log_event.store(mapped.lines, seed, now)
 
 
 def _known(name: str, kind: str, field: str) -> None:

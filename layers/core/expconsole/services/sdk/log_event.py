@@ -30,11 +30,15 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from aws_lambda_powertools import Logger
+
 from expconsole.api.errors import BadRequest, PayloadTooLarge, ServiceUnavailable
 from expconsole.models.events import MAX_FUTURE_MS, MAX_NAME_CHARS, MIN_TIMESTAMP_MS
 from expconsole.services import ingest
 from expconsole.services.sdk import documents, specs
+from expconsole.store import gate_checks
 
+logger = Logger(service="expconsole")
 SOURCE_SDK = "sdk"
 MAX_EVENTS = 2000  # the SDKs flush at 1,000 (plus their diagnostics)
 MAX_DECOMPRESSED_BYTES = 16 * 1024 * 1024
@@ -185,6 +189,59 @@ def map_events(events: list[Any], groups: Groups, now_ms: int) -> Mapped:
     return out
 
 
+def gate_tallies(lines: list[dict[str, Any]]) -> dict[tuple[str, str], gate_checks.Tally]:
+    """Gate checks by (gate, hour of the check)."""
+    out: dict[tuple[str, str], gate_checks.Tally] = {}
+    for line in lines:
+        if line["event"] != GATE_CHECK:
+            continue
+        key = (line["metadata"]["gate"], gate_checks.hour_of(line["timestamp"]))
+        tally = out.setdefault(key, gate_checks.Tally())
+        tally.checks += 1
+        tally.passes += bool(line["metadata"]["value"])
+    return out
+
+
+def store(lines: list[dict[str, Any]], seed: str, now_ms: int) -> None:
+    """Store mapped lines as events, then count their gate checks; each once under retries (the
+    objects and the check counters are keyed by `seed`)."""
+    retry = "Events storage failed; retry the same batch (nothing is stored twice)."
+    try:
+        ingest.store_lines(lines, seed, SOURCE_SDK, now_ms)
+    except ingest.StoreFailed as exc:
+        raise ServiceUnavailable(retry) from exc.__cause__
+    tallies = gate_tallies(lines)
+    if tallies:
+        try:
+            gate_checks.record(hashlib.sha256(seed.encode()).hexdigest()[:40], tallies, now_ms)
+        except Exception as exc:
+            raise ServiceUnavailable(retry) from exc
+
+
+def report_exception(body: bytes) -> None:
+    """Log an SDK's error report (what failed, where), so an operator sees SDK trouble in the logs.
+
+    Only the exception's name, tag and SDK type are kept: the report's `info` is a stack trace of
+    the application and `statsigOptions` may name its hosts.
+    """
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        raise BadRequest.field("body", "is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise BadRequest.field("body", "must be an object {exception, info, tag, statsigMetadata}")
+    meta = data.get("statsigMetadata") if isinstance(data.get("statsigMetadata"), dict) else {}
+    logger.warning(
+        "SDK error report",
+        extra={
+            "exception": str(data.get("exception", ""))[:200],
+            "tag": str(data.get("tag", ""))[:200],
+            "sdkType": str(meta.get("sdkType", ""))[:50],
+            "sdkVersion": str(meta.get("sdkVersion", ""))[:50],
+        },
+    )
+
+
 def log_events(body: bytes, encoding: str | None, now_ms: int | None = None) -> dict[str, Any]:
     """Store a batch; what happened to it (accepted lines, skipped events by index, dropped ones)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -192,13 +249,7 @@ def log_events(body: bytes, encoding: str | None, now_ms: int | None = None) -> 
     mapped = map_events(data["events"], Groups.of(documents.current_spec()), now)
     if mapped.lines:
         canonical = json.dumps(data["events"], sort_keys=True, separators=(",", ":")).encode()
-        seed = "sdk:" + hashlib.sha256(canonical).hexdigest()
-        try:
-            ingest.store_lines(mapped.lines, seed, SOURCE_SDK, now)
-        except ingest.StoreFailed as exc:
-            raise ServiceUnavailable(
-                "Events storage failed; retry the same batch (nothing is stored twice)."
-            ) from (exc.__cause__)
+        store(mapped.lines, "sdk:" + hashlib.sha256(canonical).hexdigest(), now)
     return {
         "success": True,
         "accepted": len(mapped.lines),
