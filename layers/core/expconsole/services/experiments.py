@@ -740,6 +740,10 @@ def _write(
         now = entities.now_ms()
         _materialise(doc, now)
         change(doc, now)
+        if doc.get("status") == "active" and doc.get("layerID"):
+            from expconsole.services import layers  # the layer's side of the placement rules
+
+            layers.take_buckets(doc)
         _check_size(doc)
 
     if linked:

@@ -115,6 +115,27 @@ def _ranges(buckets: Iterable[int]) -> str:
     return ", ".join(out)
 
 
+def held_buckets(doc: Doc) -> list[int]:
+    """The buckets an experiment holds in its layer: listed, or taken when it started."""
+    if doc.get("userBuckets"):
+        return sorted({int(b) for b in doc["userBuckets"]})
+    return list((doc.get("_state") or {}).get("layerBuckets") or [])
+
+
+def take_buckets(doc: Doc) -> None:
+    """At its start, a layered experiment without `userBuckets` takes `allocation` x 10 free
+    buckets (lowest first) and keeps them (`_state.layerBuckets`), so its units never move when
+    other experiments of the layer start, end or leave. A read-then-write, like check_placement."""
+    if not doc.get("layerID") or doc.get("userBuckets") or held_buckets(doc):
+        return
+    taken: set[int] = set()
+    for other in members(doc["layerID"]):
+        if other["id"] != doc["id"] and not entities.is_archived(other):
+            taken.update(held_buckets(other))
+    free = [b for b in range(BUCKETS) if b not in taken]
+    doc["_state"] = {**doc.get("_state", {}), "layerBuckets": free[: claim(doc)]}
+
+
 def check_placement(doc: Doc) -> None:
     """An experiment (as it would be stored) fits its layer: 400 naming the field otherwise."""
     layer_id = doc.get("layerID")

@@ -394,21 +394,22 @@ HOLDING_BUCKETS = ("active", "decision_made")
 
 
 def layer_buckets(layer_id: str, members: list[Doc]) -> dict[str, list[int]]:
-    """The buckets of the layer each experiment holds.
+    """The buckets of the layer each running or decided experiment holds.
 
-    Listed `userBuckets` are the experiment's; the others take `allocation` x 10 free buckets,
-    lowest first, in the order the experiments started (then were created), so a running
-    experiment keeps its buckets when later ones join.
+    Listed `userBuckets`, or the buckets it took at its start (`_state.layerBuckets`, see
+    services.layers.take_buckets). An experiment started before buckets were kept takes
+    `allocation` x 10 of the buckets left, in the order the experiments started.
     """
     holders = [e for e in members if e.get("status") in HOLDING_BUCKETS]
     taken: set[int] = set()
     out: dict[str, list[int]] = {}
     for e in holders:
-        if e.get("userBuckets"):
-            out[e["id"]] = sorted({int(b) for b in e["userBuckets"]})
+        kept = e.get("userBuckets") or (e.get("_state") or {}).get("layerBuckets")
+        if kept:
+            out[e["id"]] = sorted({int(b) for b in kept})
             taken.update(out[e["id"]])
     order = sorted(
-        (e for e in holders if not e.get("userBuckets")),
+        (e for e in holders if e["id"] not in out),
         key=lambda e: (e.get("startTime") or math.inf, e.get("createdTime") or 0, e["id"]),
     )
     free = [b for b in range(BUCKETS) if b not in taken]
