@@ -21,7 +21,7 @@ from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
 from expconsole.api.pagination import PageQuery, link_base
-from expconsole.models.pulse import LoadPulseBody, LoadPulseEnvelope, PulseLoadListEnvelope
+from expconsole.models.pulse import LoadPulseBody, LoadPulseEnvelope, LoadPulseQuery, PulseLoadListEnvelope
 from expconsole.services import pulse_loads
 
 logger = Logger(service="expconsole")
@@ -35,7 +35,9 @@ ONE = "/console/v1/experiments/<id>"
     summary="Load pulse: compute the experiment's results from its events",
     responses=responses(200, LoadPulseEnvelope, "The load (finished, or queued in AWS)", 404),
 )
-def load_pulse(id: str, body: LoadPulseBody | None = None) -> dict[str, Any]:
+def load_pulse(
+    id: str, query: Annotated[LoadPulseQuery, Query()], body: LoadPulseBody | None = None
+) -> dict[str, Any]:
     return ok(*pulse_loads.request(id, body or LoadPulseBody()))
 
 
