@@ -17,6 +17,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from expconsole import kinds
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
@@ -49,6 +50,32 @@ def load_pulse(
 )
 def pulse_load_history(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
     data, pagination = pulse_loads.history(id, query.page, query.limit, *link_base(router))
+    return listed("Pulse load history listed successfully.", data, pagination)
+
+
+HOLDOUT = "/console/v1/holdouts/<id>"
+
+
+@router.post(
+    f"{HOLDOUT}/load_pulse",
+    tags=["Holdouts"],
+    summary="Load pulse: compute the holdout's results from its events",
+    responses=responses(200, LoadPulseEnvelope, "The load (finished, or queued in AWS)", 404),
+)
+def load_holdout_pulse(
+    id: str, query: Annotated[LoadPulseQuery, Query()], body: LoadPulseBody | None = None
+) -> dict[str, Any]:
+    return ok(*pulse_loads.request(id, body or LoadPulseBody(), kinds.HOLDOUT))
+
+
+@router.get(
+    f"{HOLDOUT}/pulse_load_history",
+    tags=["Holdouts"],
+    summary="List the holdout's pulse loads, newest first",
+    responses=responses(200, PulseLoadListEnvelope, "A page of loads", 404),
+)
+def holdout_pulse_load_history(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+    data, pagination = pulse_loads.history(id, query.page, query.limit, *link_base(router), kinds.HOLDOUT)
     return listed("Pulse load history listed successfully.", data, pagination)
 
 

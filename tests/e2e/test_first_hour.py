@@ -7,12 +7,13 @@ as new events.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 import requests
 
-from tests.e2e.client import uid
+from tests.e2e.client import HttpConsole, uid
 from tests.e2e.conftest import ApiSession
 
 EXPERIMENTS = "/console/v1/experiments"
@@ -229,3 +230,108 @@ def test_an_exact_retry_is_reported_as_duplicates_not_accepted(
     assert send(server_api, batch) == {"success": True, "accepted": 0, "duplicates": 3}
     summary = ok(api.get(f"/console/v1/events/{name}/summary"))["data"]
     assert summary["totalCount"] == 3
+
+
+# --- finding your way ----------------------------------------------------------------------------------
+
+
+def test_docs_openapi_health_and_root_need_no_key(server: Any) -> None:
+    anonymous = HttpConsole(server.url, "")
+    page = anonymous.get("/docs", key=None)
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+    assert "/openapi.json" in page.text and "/docs/swagger-ui-bundle.js" in page.text
+    assert "https://" not in page.text  # vendored files, no CDN
+    bundle = anonymous.get("/docs/swagger-ui-bundle.js", key=None)
+    assert bundle.status_code == 200 and "SwaggerUIBundle" in bundle.text
+    assert anonymous.get("/docs/swagger-ui.css", key=None).status_code == 200
+
+    doc = anonymous.get("/openapi.json", key=None)
+    assert doc.status_code == 200
+    spec = doc.json()
+    assert spec["servers"][0]["url"] == server.url  # the URL the request came to
+    bodies = [
+        op["requestBody"]["content"]["application/json"]
+        for ops in spec["paths"].values()
+        for op in ops.values()
+        if "requestBody" in op
+    ]
+    assert bodies and all("example" in body for body in bodies)
+
+    health = anonymous.get("/health", key=None)
+    assert health.status_code == 200 and health.json() == {"status": "ok"}
+    root = anonymous.get("/", key=None).json()
+    assert root["docs"] == "/docs" and root["openapi"] == "/openapi.json"
+
+
+def test_example_bodies_are_accepted_by_the_api(server: Any, api: ApiSession) -> None:
+    """The example of the create routes is a body the API takes (/docs' "Try it out" works)."""
+    spec = HttpConsole(server.url, "").get("/openapi.json", key=None).json()
+    for path in ("/console/v1/gates", "/console/v1/experiments", "/console/v1/segments"):
+        example = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"]
+        body = {**example, "name": f"{example.get('name', 'example')} {uid()}"}
+        if "id" in body:
+            body["id"] = f"example_{uid()}"
+        resp = api.post(path, json=body)
+        assert resp.status_code in (200, 201), (path, body, resp.text)
+
+
+def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(api: ApiSession) -> None:
+    exp = ok(api.post(EXPERIMENTS, json={"name": f"routes {uid()}"}), 201)["data"]
+    wrong = api.put(f"{EXPERIMENTS}/{exp['id']}/restart_as_new", json={})
+    body = error(wrong, 405)
+    assert wrong.headers["Allow"] == "POST" and "use POST" in body["message"]
+    missing = error(api.get("/console/v1/experimentz"), 404)
+    assert "/console/v1/experiments" in missing["message"]  # the route meant
+    error(api.get("/nothing/here/at/all"), 404)
+    # without a key too: the answer names no data, only routes
+    anonymous = requests.get(api.url("/console/v1/nope"), timeout=30)
+    assert anonymous.status_code == 404 and anonymous.json()["status"] == 404
+
+
+def test_cors_allows_localhost_and_the_servers_own_origin(server: Any) -> None:
+    preflight = requests.options(
+        server.url + "/console/v1/gates",
+        headers={
+            "Origin": "http://localhost:5173",
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type,service-api-key",
+        },
+        timeout=30,
+    )
+    assert preflight.status_code == 204
+    assert preflight.headers["Access-Control-Allow-Origin"] == "http://localhost:5173"
+    assert "service-api-key" in preflight.headers["Access-Control-Allow-Headers"]
+    own = requests.get(server.url + "/health", headers={"Origin": server.url}, timeout=30)
+    assert own.headers["Access-Control-Allow-Origin"] == server.url
+    foreign = requests.get(server.url + "/health", headers={"Origin": "https://evil.example"}, timeout=30)
+    assert "Access-Control-Allow-Origin" not in foreign.headers
+
+
+def test_holdout_without_monitoring_metrics_says_so_and_ds_is_a_day(api: ApiSession) -> None:
+    holdout = ok(api.post(HOLDOUTS, json={"name": f"bare {uid()}", "passPercentage": 10}), 201)["data"]
+    body = ok(api.get(f"{HOLDOUTS}/{holdout['id']}/pulse_results"))
+    assert "monitoringMetrics" in body["message"] and "No pulse results yet" not in body["message"]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", body["data"]["ds"])
+
+
+def test_holdout_load_pulse_exists_and_a_holdout_without_metrics_says_so(api: ApiSession) -> None:
+    bare = ok(api.post(HOLDOUTS, json={"name": f"bare load {uid()}", "passPercentage": 10}), 201)["data"]
+    body = error(api.post(f"{HOLDOUTS}/{bare['id']}/load_pulse", params={"wait": "true"}, json={}))
+    assert body["errors"][0]["field"] == "monitoringMetrics"
+    holdout = ok(
+        api.post(
+            HOLDOUTS,
+            json={
+                "name": f"load {uid()}",
+                "passPercentage": 10,
+                "monitoringMetrics": [{"name": f"seen_{uid()}", "type": "event_count"}],
+            },
+        ),
+        201,
+    )["data"]
+    load = ok(
+        api.post(f"{HOLDOUTS}/{holdout['id']}/load_pulse", params={"wait": "true"}, json={}, timeout=120)
+    )
+    assert load["data"]["finishedState"] == "success", load
+    history = ok(api.get(f"{HOLDOUTS}/{holdout['id']}/pulse_load_history"))
+    assert history["data"] == [load["data"]]
