@@ -8,13 +8,18 @@ as new events.
 from __future__ import annotations
 
 import re
+import stat
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import requests
 
+from expconsole.local.process import ServeProcess
 from tests.e2e.client import HttpConsole, uid
-from tests.e2e.conftest import ApiSession
+from tests.e2e.conftest import REPO, ApiSession
 
 EXPERIMENTS = "/console/v1/experiments"
 HOLDOUTS = "/console/v1/holdouts"
@@ -335,3 +340,48 @@ def test_holdout_load_pulse_exists_and_a_holdout_without_metrics_says_so(api: Ap
     assert load["data"]["finishedState"] == "success", load
     history = ok(api.get(f"{HOLDOUTS}/{holdout['id']}/pulse_load_history"))
     assert history["data"] == [load["data"]]
+
+
+# --- the local server on a laptop ----------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "expconsole.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_generated_keys_are_kept_in_the_data_dir_and_reused_and_can_be_deactivated(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", cwd=REPO) as first:
+        keys = (first.api_key, first.server_secret)
+        assert requests.get(
+            first.url + "/console/v1/gates", headers={"SERVICE-API-KEY": first.api_key}, timeout=30
+        ).ok
+    kept = data / "local-keys.json"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", cwd=REPO) as second:
+        assert (second.api_key, second.server_secret) == keys  # printed again, not new ones
+        assert any(first_key in line for line in second.banner for first_key in keys[:1])
+    listed = _cli("keys", "list", "--data-dir", str(data))
+    assert listed.returncode == 0, listed.stderr
+    rows = [line.split()[0] for line in listed.stdout.splitlines()[1:] if line.strip()]
+    assert len(rows) == 2, listed.stdout  # two restarts, still one console key and one secret
+    console_id = next(line.split()[0] for line in listed.stdout.splitlines() if " console " in f" {line} ")
+    done = _cli("keys", "deactivate", console_id, "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr
+    assert _cli("keys", "deactivate", "no-such-key", "--data-dir", str(data)).returncode == 1
+    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", cwd=REPO) as third:
+        assert third.api_key != keys[0] and third.server_secret == keys[1]  # a new key replaces it
+        refused = requests.get(
+            third.url + "/console/v1/gates", headers={"SERVICE-API-KEY": keys[0]}, timeout=30
+        )
+        assert refused.status_code in (401, 403)
+        assert requests.get(
+            third.url + "/console/v1/gates", headers={"SERVICE-API-KEY": third.api_key}, timeout=30
+        ).ok
