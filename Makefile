@@ -47,8 +47,10 @@ format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# The docs function serves a copy (functions/docs/ is its whole package in AWS).
 openapi: install
 	$(BIN)/python -m expconsole.openapi > openapi.json
+	cp openapi.json functions/docs/openapi.json
 
 bench: install
 	$(BIN)/python bench/cold_start.py

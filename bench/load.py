@@ -467,7 +467,10 @@ class Client(threading.Thread):
             ok=(202,),
             secret=True,
             session=session,
-            accept=lambda answer: isinstance(answer, dict) and answer.get("accepted") == len(batch.markers),
+            accept=lambda answer: (
+                isinstance(answer, dict)
+                and answer.get("accepted", 0) + answer.get("duplicates", 0) == len(batch.markers)
+            ),
         )
         with self.state.lock:
             batch.in_flight -= 1

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
+from expconsole.api.envelope import listed, ok, warned
 from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import Message, UnarchiveBody
 from expconsole.models.experiments import (
@@ -27,7 +27,7 @@ from expconsole.models.experiments import (
     RestartAsNewBody,
     ScheduleStartBody,
 )
-from expconsole.services import experiments
+from expconsole.services import event_names, experiments
 
 router = APIGatewayHttpRouter()
 BASE = "/console/v1/experiments"
@@ -39,6 +39,12 @@ def _updated(experiment: dict[str, Any]) -> dict[str, Any]:
     return ok("Experiment updated successfully.", experiment)
 
 
+def _warned(experiment: dict[str, Any]) -> dict[str, Any]:
+    """An update that may change the metrics: warn of those on events never logged."""
+    warnings = event_names.experiment_warnings(experiment)
+    return warned("Experiment updated successfully.", experiment, warnings)
+
+
 @router.post(
     BASE,
     tags=TAGS,
@@ -46,7 +52,9 @@ def _updated(experiment: dict[str, Any]) -> dict[str, Any]:
     responses=responses(201, ExperimentEnvelope, "Created", 409),
 )
 def create_experiment(body: ExperimentCreate) -> tuple[dict[str, Any], int]:
-    return ok("Experiment created successfully.", experiments.create(body)), 201
+    experiment = experiments.create(body)
+    warnings = event_names.experiment_warnings(experiment)
+    return warned("Experiment created successfully.", experiment, warnings), 201
 
 
 @router.get(
@@ -77,7 +85,7 @@ def get_experiment(id: str) -> dict[str, Any]:
     responses=responses(200, ExperimentEnvelope, "Updated", 404, 409),
 )
 def update_experiment(id: str, body: ExperimentUpdate) -> dict[str, Any]:
-    return _updated(experiments.full_update(id, body))
+    return _warned(experiments.full_update(id, body))
 
 
 @router.patch(
@@ -87,7 +95,7 @@ def update_experiment(id: str, body: ExperimentUpdate) -> dict[str, Any]:
     responses=responses(200, ExperimentEnvelope, "Updated", 404, 409),
 )
 def patch_experiment(id: str, body: ExperimentPatch) -> dict[str, Any]:
-    return _updated(experiments.patch(id, body))
+    return _warned(experiments.patch(id, body))
 
 
 @router.delete(

@@ -33,8 +33,8 @@ def ingest_events() -> tuple[dict[str, Any], int]:
     body: str | bytes | None = event.body
     if body and event.is_base64_encoded:
         body = base64.b64decode(body)
-    accepted = ingest.ingest(body)
-    return {"success": True, "accepted": accepted}, 202
+    accepted, duplicates = ingest.ingest(body)
+    return {"success": True, "accepted": accepted, "duplicates": duplicates}, 202
 
 
 app, lambda_handler = build(router, key_kind="server")

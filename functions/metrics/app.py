@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
+from expconsole.api.envelope import listed, ok, warned
 from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.common import Message
 from expconsole.models.list_envelopes import AnyListEnvelope
@@ -22,7 +22,7 @@ from expconsole.models.metrics import (
     MetricListQuery,
     MetricUpdate,
 )
-from expconsole.services import metrics
+from expconsole.services import event_names, metrics
 
 router = APIGatewayHttpRouter()
 BASE = "/console/v1/metrics"
@@ -44,9 +44,10 @@ def _metric_id(raw: str) -> str:
 )
 def create_metric(body: MetricCreate) -> tuple[dict[str, Any], int]:
     metric = metrics.create(body)
+    warnings = event_names.metric_warnings(metric)
     if body.dryRun:
-        return ok("Metric validated successfully (dry run: nothing was stored).", metric), 200
-    return ok("Metric created successfully.", metric), 201
+        return warned("Metric validated successfully (dry run: nothing was stored).", metric, warnings), 200
+    return warned("Metric created successfully.", metric, warnings), 201
 
 
 def _list(query: MetricListQuery) -> dict[str, Any]:
@@ -89,9 +90,10 @@ def get_metric(id: str) -> dict[str, Any]:
 )
 def update_metric(id: str, body: MetricUpdate) -> dict[str, Any]:
     metric = metrics.update(_metric_id(id), body)
+    warnings = event_names.metric_warnings(metric)
     if body.dryRun:
-        return ok("Metric update validated successfully (dry run: nothing was stored).", metric)
-    return ok("Metric updated successfully.", metric)
+        return warned("Metric update validated successfully (dry run: nothing was stored).", metric, warnings)
+    return warned("Metric updated successfully.", metric, warnings)
 
 
 @router.delete(

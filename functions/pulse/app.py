@@ -17,11 +17,12 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from expconsole import kinds
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
 from expconsole.api.pagination import PageQuery, link_base
-from expconsole.models.pulse import LoadPulseBody, LoadPulseEnvelope, PulseLoadListEnvelope
+from expconsole.models.pulse import LoadPulseBody, LoadPulseEnvelope, LoadPulseQuery, PulseLoadListEnvelope
 from expconsole.services import pulse_loads
 
 logger = Logger(service="expconsole")
@@ -35,7 +36,9 @@ ONE = "/console/v1/experiments/<id>"
     summary="Load pulse: compute the experiment's results from its events",
     responses=responses(200, LoadPulseEnvelope, "The load (finished, or queued in AWS)", 404),
 )
-def load_pulse(id: str, body: LoadPulseBody | None = None) -> dict[str, Any]:
+def load_pulse(
+    id: str, query: Annotated[LoadPulseQuery, Query()], body: LoadPulseBody | None = None
+) -> dict[str, Any]:
     return ok(*pulse_loads.request(id, body or LoadPulseBody()))
 
 
@@ -47,6 +50,32 @@ def load_pulse(id: str, body: LoadPulseBody | None = None) -> dict[str, Any]:
 )
 def pulse_load_history(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
     data, pagination = pulse_loads.history(id, query.page, query.limit, *link_base(router))
+    return listed("Pulse load history listed successfully.", data, pagination)
+
+
+HOLDOUT = "/console/v1/holdouts/<id>"
+
+
+@router.post(
+    f"{HOLDOUT}/load_pulse",
+    tags=["Holdouts"],
+    summary="Load pulse: compute the holdout's results from its events",
+    responses=responses(200, LoadPulseEnvelope, "The load (finished, or queued in AWS)", 404),
+)
+def load_holdout_pulse(
+    id: str, query: Annotated[LoadPulseQuery, Query()], body: LoadPulseBody | None = None
+) -> dict[str, Any]:
+    return ok(*pulse_loads.request(id, body or LoadPulseBody(), kinds.HOLDOUT))
+
+
+@router.get(
+    f"{HOLDOUT}/pulse_load_history",
+    tags=["Holdouts"],
+    summary="List the holdout's pulse loads, newest first",
+    responses=responses(200, PulseLoadListEnvelope, "A page of loads", 404),
+)
+def holdout_pulse_load_history(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+    data, pagination = pulse_loads.history(id, query.page, query.limit, *link_base(router), kinds.HOLDOUT)
     return listed("Pulse load history listed successfully.", data, pagination)
 
 

@@ -23,7 +23,10 @@ import pytest
 from expconsole.local.process import ServeProcess
 from tests.e2e.conftest import REPO, ApiSession
 
-TOTALS = re.compile(r"(\d+) files, (\d+) failed; (\d+) rows, (\d+) accepted, (\d+) rejected")
+TOTALS = re.compile(
+    r"(\d+) files, (\d+) failed; (\d+) rows, (\d+) accepted, (\d+) duplicates \(already stored\), "
+    r"(\d+) rejected"
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +70,11 @@ def totals(output: str) -> dict[str, int]:
     match = TOTALS.search(output)
     assert match, output
     return dict(
-        zip(("files", "failed", "rows", "accepted", "rejected"), map(int, match.groups()), strict=True)
+        zip(
+            ("files", "failed", "rows", "accepted", "duplicates", "rejected"),
+            map(int, match.groups()),
+            strict=True,
+        )
     )
 
 
@@ -133,10 +140,17 @@ def test_import_a_day_directory_of_each_format(tmp_path: Path, data_dir: Path, c
 
     result = run_import(root, data_dir)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert totals(result.stdout) == {"files": 3, "failed": 0, "rows": 12, "accepted": 9, "rejected": 3}
+    assert totals(result.stdout) == {
+        "files": 3,
+        "failed": 0,
+        "rows": 12,
+        "accepted": 9,
+        "duplicates": 0,
+        "rejected": 3,
+    }
     for file in files.values():
         line = next(line for line in result.stdout.splitlines() if line.startswith(f"{yesterday}/{file}:"))
-        assert "4 rows, 3 accepted, 1 rejected" in line, line
+        assert "4 rows, 3 accepted, 0 duplicates (already stored), 1 rejected" in line, line
         (rejected,) = [
             json.loads(r)
             for r in (root / str(yesterday) / f"_rejected.{file}.jsonl").read_text().splitlines()
@@ -158,7 +172,8 @@ def test_import_a_day_directory_of_each_format(tmp_path: Path, data_dir: Path, c
 
     again = run_import(root, data_dir)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert totals(again.stdout) == totals(result.stdout)
+    # the same files again: nothing new is stored, and the totals say so
+    assert totals(again.stdout) == {**totals(result.stdout), "accepted": 0, "duplicates": 9}
     for kind, name in names.items():
         assert sorted(int(r["timestamp"]) for r in records(console, name)) == sorted(good[kind])
         assert summary(console, name)["totalCount"] == 3

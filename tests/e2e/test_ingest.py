@@ -58,7 +58,7 @@ def test_one_event_is_accepted_and_listed(server_api: ApiSession, api: ApiSessio
         },
     )
     assert resp.status_code == 202, resp.text
-    assert resp.json() == {"success": True, "accepted": 1}
+    assert resp.json() == {"success": True, "accepted": 1, "duplicates": 0}
     data = records(api, name)["data"]
     assert data == [
         {

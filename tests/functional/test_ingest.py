@@ -66,7 +66,7 @@ def test_a_failed_second_object_is_a_503_and_the_retry_stores_the_batch_once(
 
     monkeypatch.setattr(s3, "put", real_put)
     status, body = ingest_fn("POST", PATH, batch, key_kind="server")
-    assert (status, body) == (202, {"success": True, "accepted": 3})
+    assert (status, body) == (202, {"success": True, "accepted": 3, "duplicates": 0})
     lines = _stored_lines()
     assert sorted((line["event"], line["timestamp"]) for line in lines) == sorted(
         (e["event"], e["timestamp"]) for e in batch

@@ -357,15 +357,21 @@ def test_banner_prints_the_urls_and_both_keys(server: ServeProcess) -> None:
     assert banner.endswith(f"Try: curl -H 'SERVICE-API-KEY: {server.api_key}' {server.url}{GATES}")
 
 
-def test_unknown_route_and_unrouted_method_are_404(server: ServeProcess) -> None:
-    unrouted = [("GET", "/nope"), ("GET", "/console/v1/gatesx"), ("DELETE", GATES), ("GET", "/")]
+def test_unknown_route_is_404_and_unrouted_method_405_from_the_default_route(server: ServeProcess) -> None:
+    """Requests no route matches go to the `$default` route (the docs function), as in AWS."""
+    for path in ("/nope", "/console/v1/gatesx"):
+        response = requests.get(server.url + path, headers={"SERVICE-API-KEY": server.api_key}, timeout=30)
+        body = response.json()
+        assert (response.status_code, body["status"]) == (404, 404), (path, body)
+        assert f"No route for GET {path}." in body["message"]
     # Methods http.server has no handler for are the gateway's to answer too (not a bare 501).
-    unrouted += [("TRACE", GATES), ("CONNECT", GATES), ("QUERY", GATES)]
-    for method, path in unrouted:
+    for method in ("DELETE", "TRACE", "QUERY", "PUT"):
         response = requests.request(
-            method, server.url + path, headers={"SERVICE-API-KEY": server.api_key}, timeout=30
+            method, server.url + GATES, headers={"SERVICE-API-KEY": server.api_key}, timeout=30
         )
-        assert (response.status_code, response.json()) == (404, {"message": "Not Found"}), (method, path)
+        body = response.json()
+        assert (response.status_code, body["status"]) == (405, 405), (method, body)
+        assert response.headers["Allow"] == "GET, POST" and "use one of GET, POST" in body["message"]
 
 
 def test_missing_key_is_401_before_any_function_runs(server: ServeProcess) -> None:

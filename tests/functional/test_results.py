@@ -240,8 +240,10 @@ def test_every_figure_matches_an_independent_computation(
 @pytest.mark.parametrize(
     ("query", "field"),
     [
-        ("test=t1", "control"),
-        ("control=ctl", "test"),
+        ("control=ctl", "test"),  # three groups: test cannot default
+        ("control=ctl&test=t1&confidence=0.99", "confidence"),  # a percentage: 99, not 0.99
+        ("control=ctl&test=t1&confidence=1", "confidence"),
+        ("control=ctl&test=t1&bonferroniCorrection=true", "bonferroniCorrection"),  # not a parameter
         ("control=nope&test=t1", "control"),
         ("control=ctl&test=Test one", "test"),
         ("control=ctl&test=ctl", "test"),
@@ -420,7 +422,8 @@ def test_holdout_results(fns: dict[str, Caller]) -> None:
     assert status == 201, out
     hid = out["data"]["id"]
     status, body = fns["results"]("GET", f"/console/v1/holdouts/{hid}/pulse_results")
-    assert status == 200 and body["data"] == {"ds": None, "monitoringMetrics": []}
+    today = dt.datetime.now(dt.UTC).date().isoformat()  # ds is always a day, even before any load
+    assert status == 200 and body["data"] == {"ds": today, "monitoringMetrics": []}, body
     rng = np.random.default_rng(8)
     values = {
         m: {

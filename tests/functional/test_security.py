@@ -335,7 +335,7 @@ def test_ingestion_takes_exactly_1_mib_and_refuses_one_byte_more(bucket: None) -
     padded = batch + " " * (MAX_BODY_BYTES - len(batch))
     assert direct("ingest", "POST", INGEST, padded, key_kind="server") == (
         202,
-        {"success": True, "accepted": 2},
+        {"success": True, "accepted": 2, "duplicates": 0},
     )
     status, body = direct("ingest", "POST", INGEST, padded + " ", key_kind="server")
     assert_error_body(status, body, 413)
@@ -371,7 +371,7 @@ def test_ingestion_takes_2000_events_and_refuses_2001(bucket: None) -> None:
     )
     assert direct("ingest", "POST", INGEST, batch[:MAX_EVENTS], key_kind="server") == (
         202,
-        {"success": True, "accepted": MAX_EVENTS},
+        {"success": True, "accepted": MAX_EVENTS, "duplicates": 0},
     )
 
 

@@ -30,3 +30,26 @@ def test_every_template_route_is_documented_with_request_and_response_schemas() 
         assert "422" not in operation["responses"], "validation errors are 400s, never 422"
         if method in ("POST", "PATCH"):
             assert "requestBody" in operation, f"{method} {path} documents no request body"
+
+
+def test_the_docs_function_serves_the_committed_document() -> None:
+    """functions/docs/ is the docs function's whole package in AWS, so it carries a copy."""
+    served = (ROOT / "functions" / "docs" / "openapi.json").read_text()
+    assert served == (ROOT / "openapi.json").read_text(), "run `make openapi` (it writes both)"
+
+
+def test_every_request_body_has_an_example_valid_against_its_schema() -> None:
+    import jsonschema
+
+    doc = json.loads((ROOT / "openapi.json").read_text())
+    bodies = 0
+    for path, operations in doc["paths"].items():
+        for method, operation in operations.items():
+            content = (operation.get("requestBody") or {}).get("content", {}).get("application/json")
+            if content is None:
+                continue
+            bodies += 1
+            assert "example" in content, f"{method.upper()} {path}: no example"
+            schema = {**content["schema"], "components": doc["components"]}
+            jsonschema.validate(content["example"], schema)
+    assert bodies > 40

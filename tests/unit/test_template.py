@@ -96,8 +96,13 @@ def _code_dir(props: dict[str, Any]) -> Path:
     return ROOT / props["CodeUri"]
 
 
+KEYLESS_FUNCTION = "DocsFunction"
+
+
 def _route_function_ids() -> list[str]:
-    return [name for name, props in _functions().items() if _http_events(props)]
+    """Functions whose routes a Powertools resolver declares (the keyless docs function answers
+    its few routes and the `$default` route by routeKey, without a resolver)."""
+    return [name for name, props in _functions().items() if _http_events(props) and name != KEYLESS_FUNCTION]
 
 
 def _api() -> tuple[str, dict[str, Any]]:
@@ -220,12 +225,20 @@ def test_api_authorizes_every_route_on_the_key_header() -> None:
         for event, event_props in _http_events(props).items():
             assert event_props.get("ApiId") == {"Ref": api_name}, f"{function}.{event} is not on {api_name}"
             authorizer = (event_props.get("Auth") or {}).get("Authorizer", default)
+            if function == KEYLESS_FUNCTION:
+                continue
             wanted = "SdkKeyAuthorizer" if function == "SdkFunction" else default
             assert authorizer == wanted, f"{function}.{event} uses {authorizer}, not {wanted}"
+    # The one function without a key (docs, openapi.json, health, $default) can touch no data.
+    keyless = _functions()[KEYLESS_FUNCTION]
+    assert not keyless.get("Policies") and not keyless.get("Environment"), keyless
 
 
 def test_routes_are_unique_and_complete() -> None:
     routes = [route for props in _functions().values() for route in _routes(props)]
+    assert routes.count(("", "")) == 1, "exactly one $default route (no Path nor Method)"
+    assert _routes(_functions()[KEYLESS_FUNCTION]).count(("", "")) == 1, "the docs function answers $default"
+    routes = [route for route in routes if route != ("", "")]
     assert routes, "the template declares no HttpApi route"
     assert all(method and path.startswith("/") for method, path in routes), routes
     duplicates = sorted(route for route, count in Counter(routes).items() if count > 1)
@@ -365,6 +378,9 @@ def test_sample_event_is_http_api_v2(path: Path) -> None:
     assert event["rawPath"] == http["path"]
     assert event["routeKey"] == event["requestContext"]["routeKey"]
     assert event["routeKey"].split(" ", 1)[0] == http["method"]
+    if _function_for(event) == KEYLESS_FUNCTION:
+        assert API_KEY_HEADER.lower() not in event["headers"] and "authorizer" not in event["requestContext"]
+        return
     assert event["headers"][API_KEY_HEADER.lower()]
     if event.get("type") == "REQUEST":
         assert event["identitySource"] == [event["headers"][API_KEY_HEADER.lower()]]

@@ -1,4 +1,4 @@
-"""The `expconsole` command: `serve` the API on this machine, and create or list API keys.
+"""The `expconsole` command: `serve` the API on this machine, and create, list or deactivate API keys.
 
 Heavy imports (moto, boto3, the handlers) happen inside the commands, so `--help` stays quick.
 """
@@ -86,6 +86,15 @@ def _parser() -> argparse.ArgumentParser:
     listing = key_commands.add_parser("list", help="list keys (never their values)", description="List keys.")
     _backend_arguments(listing)
     listing.set_defaults(run=_keys_list, command="keys list")
+    deactivate = key_commands.add_parser(
+        "deactivate",
+        help="deactivate a key by its id (see keys list)",
+        description="Deactivate a key: it is refused from then on (in AWS, once the authorizer's cached "
+        "verdict expires: AuthorizerCacheSeconds, 300 s by default).",
+    )
+    deactivate.add_argument("key_id", metavar="KEY_ID", help="the key's id, as `keys list` shows it")
+    _backend_arguments(deactivate)
+    deactivate.set_defaults(run=_keys_deactivate, command="keys deactivate")
 
     bulk = commands.add_parser(
         "import",
@@ -291,6 +300,18 @@ def _keys_list(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
         print("  ".join([*(row[i].ljust(widths[i]) for i in range(3)), row[3]]).rstrip())
+    return 0
+
+
+def _keys_deactivate(args: argparse.Namespace) -> int:
+    from expconsole.services import keys
+
+    with backend_context(args) as where:
+        found = keys.deactivate(args.key_id)
+    if not found:
+        print(f"No key with id {args.key_id!r} in {where} (see `expconsole keys list`).", file=sys.stderr)
+        return 1
+    print(f"Deactivated key {args.key_id} in {where}.", file=sys.stderr)
     return 0
 
 

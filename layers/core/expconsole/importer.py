@@ -232,7 +232,7 @@ def _print(
     bucket: str,
     timeout: int,
 ) -> int:
-    totals = {"rows": 0, "accepted": 0, "rejected": 0}
+    totals = {"rows": 0, "accepted": 0, "duplicates": 0, "rejected": 0}
     failed = 0
     for f in files:
         report = reports.get(f.key)
@@ -246,14 +246,17 @@ def _print(
             continue
         for name in totals:
             totals[name] += int(report.get(name) or 0)
-        counts = f"{report['rows']} rows, {report['accepted']} accepted, {report['rejected']} rejected"
+        counts = (
+            f"{report['rows']} rows, {report['accepted']} accepted, "
+            f"{report.get('duplicates') or 0} duplicates (already stored), {report['rejected']} rejected"
+        )
         line = f"{f.shown}: {counts}"
         if f.key in copies:
             line += f" (see {copies[f.key]})"
         print(line)
     print(
         f"Totals: {len(files)} files, {failed} failed; {totals['rows']} rows, {totals['accepted']} accepted, "
-        f"{totals['rejected']} rejected; into {where}."
+        f"{totals['duplicates']} duplicates (already stored), {totals['rejected']} rejected; into {where}."
     )
     if totals["rejected"]:
         print(

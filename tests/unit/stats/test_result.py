@@ -48,6 +48,7 @@ CONTRACT_FIELDS = [
     "p_value",
     "sequentialTestingPValue",
     "adjustedAlpha",
+    "reason",
 ]
 
 HOLDOUT_FIELDS = [
@@ -70,6 +71,7 @@ HOLDOUT_FIELDS = [
     "pValue",
     "sequentialTestingPValue",
     "adjustedAlpha",
+    "reason",
     "reversePower",
     "absoluteToplineImpact",
     "absoluteToplineImpactDelta",
@@ -171,6 +173,7 @@ def test_undefined_entry_is_nulls_with_a_reason() -> None:
     )
     assert out["test_std"] is None and out["control_std"] == 0.0 and out["percent_change"] is None
     assert res.reason is not None and "fewer than 2 units" in res.reason
+    assert out["reason"] == res.reason  # the entry itself says why its figures are null
     out = experiment_result(
         CupedRatioStatistic.from_values([1.0, 2.0], [0.0, 0.0], [1.0, 1.0], [1.0, 1.0]),
         CupedRatioStatistic.from_values([1.0, 2.0], [1.0, 1.0], [1.0, 1.0], [1.0, 1.0]),

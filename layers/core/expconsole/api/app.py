@@ -16,6 +16,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+from pydantic import BaseModel
 
 from expconsole import aws, context
 from expconsole.api import auth
@@ -84,6 +85,8 @@ def build(
     for router in routers:
         app.include_router(router)
 
+    app.use([_refuse_unknown_query])
+
     @app.exception_handler(ApiError)
     def _api_error(exc: ApiError) -> Response:
         return error_response(exc)
@@ -138,6 +141,41 @@ def build(
             context.reset(token)
 
     return app, lambda_handler
+
+
+def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response]) -> Response:
+    """A query parameter the route does not declare is a 400, as an unknown body field is: a typo'd
+    filter or option silently ignored returns an unfiltered or uncorrected answer."""
+    given = app.current_event.query_string_parameters or {}
+    if given:
+        accepted = accepted_query(app.context["_route"])
+        unknown = sorted(name for name in given if name not in accepted)
+        if unknown:
+            listing = ", ".join(sorted(accepted)) if accepted else "none"
+            message = f"is not a query parameter of this route (it accepts: {listing})"
+            raise BadRequest.fields([{"field": name, "message": message} for name in unknown])
+    return next_middleware(app)
+
+
+_ACCEPTED: dict[int, frozenset[str]] = {}
+
+
+def accepted_query(route: Any) -> frozenset[str]:
+    """The query parameter names a Powertools route declares: plain `Query()` parameters by their
+    alias, a pydantic model declared as `Query()` by its fields' names and aliases."""
+    cached = _ACCEPTED.get(id(route))
+    if cached is not None:
+        return cached
+    names: set[str] = set()
+    for param in route.dependant.query_params:
+        model = param.field_info.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            for name, info in model.model_fields.items():
+                names.add(info.alias or name)
+        else:
+            names.add(param.alias)
+    _ACCEPTED[id(route)] = frozenset(names)
+    return _ACCEPTED[id(route)]
 
 
 def _body_bytes(event: dict[str, Any]) -> int:

@@ -9,5 +9,10 @@ def ok(message: str, data: Any) -> dict[str, Any]:
     return {"message": message, "data": data}
 
 
+def warned(message: str, data: Any, warnings: list[dict[str, Any]]) -> dict[str, Any]:
+    """`ok` plus `warnings`: the request was applied, but something in it looks wrong."""
+    return {"message": message, "data": data, "warnings": warnings}
+
+
 def listed(message: str, data: list[Any], pagination: dict[str, Any]) -> dict[str, Any]:
     return {"message": message, "data": data, "pagination": pagination}

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+from expconsole.local import cors
 from expconsole.local.sandbox import ACCOUNT_ID, BOOTSTRAP, REGION, read_message, write_message
-from expconsole.local.template import Api, Authorizer, Function, Route, module_name
+from expconsole.local.template import DEFAULT_ROUTE, Api, Authorizer, Function, Route, module_name
 
 API_ID = "local"
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -81,12 +82,14 @@ class RouteTable:
     """HTTP API route selection: exact segments beat `{param}`, which beats `{proxy+}`."""
 
     def __init__(self, routes: list[Route]) -> None:
-        self._routes = [(route, _compile(route.path)) for route in routes]
+        self._routes = [(route, _compile(route.path)) for route in routes if route.path != DEFAULT_ROUTE]
+        self._default = next((route for route in routes if route.path == DEFAULT_ROUTE), None)
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         """The route for a request and its URL-decoded path parameters; None is a 404.
 
-        A known path with an unrouted method is a 404 too, as API Gateway answers it.
+        A known path with an unrouted method is a 404 too, as API Gateway answers it, unless the
+        API has a `$default` route, which then gets the request.
         """
         parts = path.split("/")[1:]
         best: tuple[Any, Route, dict[str, str]] | None = None
@@ -99,7 +102,9 @@ class RouteTable:
             rank = (tuple(kind for kind, _ in pattern), route.method == "ANY")
             if best is None or rank < best[0]:
                 best = (rank, route, params)
-        return None if best is None else (best[1], best[2])
+        if best is None:
+            return None if self._default is None else (self._default, {})
+        return best[1], best[2]
 
 
 def _compile(path: str) -> list[tuple[int, str]]:
@@ -601,7 +606,11 @@ class Gateway:
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         request_id = base64.b64encode(os.urandom(10)).decode("ascii")
-        response = self._respond(request, request_id)
+        preflight = cors.preflight(request.method, request.headers)  # answered by API Gateway itself
+        response = (
+            HttpResponse(204, preflight) if preflight is not None else self._respond(request, request_id)
+        )
+        response.headers.extend(cors.response_headers(request.headers) if preflight is None else [])
         response.headers.append(("Apigw-Requestid", request_id))
         return response
 

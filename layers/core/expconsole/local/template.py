@@ -15,6 +15,9 @@ from typing import Any
 import yaml
 
 TEMPLATE_NAME = "template.yaml"
+# An HttpApi event with neither Path nor Method is API Gateway's `$default` route: it gets every
+# request no other route matches.
+DEFAULT_ROUTE = "$default"
 _UNRESOLVED = object()
 
 
@@ -73,7 +76,7 @@ class Route:
 
     @property
     def route_key(self) -> str:
-        return f"{self.method} {self.path}"
+        return DEFAULT_ROUTE if self.path == DEFAULT_ROUTE else f"{self.method} {self.path}"
 
 
 @dataclass(frozen=True)
@@ -156,10 +159,11 @@ def load_api(path: Path) -> Api:
             chosen = ((props.get("Auth") or {}).get("Authorizer")) or default
             if chosen is not None and chosen != "NONE" and chosen not in named:
                 raise TemplateError(f"{logical_id}.{event_id} names an unknown authorizer {chosen!r}")
+            default = "Path" not in props and "Method" not in props
             routes.append(
                 Route(
                     method=str(props.get("Method", "ANY")).upper(),
-                    path=str(props.get("Path", "/")),
+                    path=DEFAULT_ROUTE if default else str(props.get("Path", "/")),
                     function=function(logical_id),
                     authorizer=None if chosen in (None, "NONE") else named[chosen],
                 )

@@ -57,6 +57,15 @@ class Message(ResponseModel):
     message: str
 
 
+class EventWarning(ResponseModel):
+    """An accepted request that names an event never logged: maybe a typo, maybe not flowing yet."""
+
+    field: str = Field(description="Where the event is named (`primaryMetrics[0]`, a metric id).")
+    event: str = Field(description="The event name no ingestion has seen.")
+    closest: list[str] = Field(description="Logged event names closest to it (up to 3).")
+    message: str
+
+
 class ErrorItem(ResponseModel):
     field: str
     message: str

@@ -190,7 +190,13 @@ class IngestBody(RootModel[IngestEvent | IngestEvents | IngestBatch]):
 
 class IngestAccepted(ResponseModel):
     success: bool = True
-    accepted: int = Field(description="Events accepted; all of them are stored once this returns.")
+    accepted: int = Field(description="Events newly stored; all of them are stored once this returns.")
+    duplicates: int = Field(
+        0,
+        description=(
+            "Events already stored by an identical earlier request (a retry): stored once, not again."
+        ),
+    )
 
 
 class LoggedEvent(ResponseModel):

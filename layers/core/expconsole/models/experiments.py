@@ -34,7 +34,7 @@ from expconsole.models.base import (
     StrList,
     Tag,
 )
-from expconsole.models.common import MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
+from expconsole.models.common import EventWarning, MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
 from expconsole.models.rules import RuleFields, RuleOut
 
 # --- scalar types ------------------------------------------------------------------------------------
@@ -797,6 +797,9 @@ class Experiment(ResponseModel):
 class ExperimentEnvelope(ResponseModel):
     message: str
     data: Experiment
+    warnings: list[EventWarning] | None = Field(
+        None, description="On create and update: events named that were never logged (typos?)."
+    )
 
 
 class ExperimentListEnvelope(ResponseModel):

@@ -60,7 +60,7 @@ from expconsole.models.base import (
     ResponseModel,
     Tag,
 )
-from expconsole.models.common import MetricRef
+from expconsole.models.common import EventWarning, MetricRef
 
 MetricType = Literal[
     "sum",
@@ -600,6 +600,9 @@ class Metric(ResponseModel):
 class MetricEnvelope(ResponseModel):
     message: str
     data: Metric
+    warnings: list[EventWarning] | None = Field(
+        None, description="On create and update: events named that were never logged (typos?)."
+    )
 
 
 class MetricListEnvelope(ResponseModel):

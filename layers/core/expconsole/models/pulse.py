@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from expconsole.api.pagination import Pagination
-from expconsole.models.base import RequestModel, ResponseModel
+from expconsole.models.base import QueryBool, RequestModel, ResponseModel
 
 ReloadType = Literal["full", "incremental", "metric"]
 FinishedState = Literal["success", "failure", "partial_failure", "cancelled", "timeout"]
@@ -26,6 +26,20 @@ class LoadPulseBody(RequestModel):
         None, description="Accepted for the peer's compatibility; experiments have no rules to pick."
     )
     turboMode: bool = False
+
+
+class LoadPulseQuery(BaseModel):
+    """Query of `load_pulse`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    wait: QueryBool = Field(
+        False,
+        description=(
+            "`true`: answer when the load has finished (for scripts). Default: answer at once with the "
+            "queued load (202), then poll `pulse_load_history`, which shows it `running` with progress."
+        ),
+    )
 
 
 class PulseLoad(ResponseModel):

@@ -109,8 +109,25 @@ class ResultDay(BaseModel):
 
 # --- requests -----------------------------------------------------------------------------------------
 
+
+def _percentage(value: float) -> float:
+    if value <= 1:
+        raise ValueError(
+            f"is a percentage: send 99 for 99 % confidence, not 0.99 (got {value:g}; it must be over 1 "
+            "and under 100)"
+        )
+    return value
+
+
 Confidence = Annotated[
-    float, Field(gt=0, lt=100, allow_inf_nan=False, description="Strictly between 0 and 100.")
+    float,
+    Field(
+        gt=0,
+        lt=100,
+        allow_inf_nan=False,
+        description="A percentage over 1 and under 100 (`95`, not `0.95`).",
+    ),
+    AfterValidator(_percentage),
 ]
 
 
@@ -119,8 +136,16 @@ class ExperimentResultsQuery(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    control: str = Field(min_length=1, description="Control group id (a group of the experiment).")
-    test: str = Field(min_length=1, description="Test group id (a group of the experiment).")
+    control: str | None = Field(
+        None,
+        min_length=1,
+        description="Control group id; default the experiment's controlGroupID, else its first group.",
+    )
+    test: str | None = Field(
+        None,
+        min_length=1,
+        description="Test group id; default the one group other than control, when there is exactly one.",
+    )
     cuped: QueryBool | None = Field(None, description="`true` or `false`; default true.")
     confidence: Confidence | None = Field(
         None, description="Default: the experiment's defaultConfidenceInterval."
@@ -174,6 +199,13 @@ class ExperimentResultEntry(ResponseModel):
     p_value: float | None
     sequentialTestingPValue: float | None
     adjustedAlpha: float
+    reason: str | None = Field(
+        None,
+        description=(
+            "Why some figures are null (zero control mean, no units in a group, zero denominator, ...); "
+            "null when every figure is defined."
+        ),
+    )
 
 
 class ExperimentResults(ResponseModel):
@@ -196,10 +228,17 @@ class HoldoutResultEntry(ResponseModel):
     pValue: float | None
     reversePower: float | None
     absoluteToplineImpact: float | None
+    reason: str | None = Field(
+        None,
+        description=(
+            "Why some figures are null (zero control mean, no units in a group, zero denominator, ...); "
+            "null when every figure is defined."
+        ),
+    )
 
 
 class HoldoutResults(ResponseModel):
-    ds: str | None
+    ds: str = Field(description="The result day (YYYY-MM-DD); today (UTC) while there is none yet.")
     monitoringMetrics: list[HoldoutResultEntry]
 
 

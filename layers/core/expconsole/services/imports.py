@@ -47,7 +47,8 @@ Caveat: counters are recorded once per object, so if a re-import accepted differ
 
 Reports, beside the input (`imports/date=D/[dir/]_report.<file>.json` and
 `_rejected.<file>.jsonl`): the report holds {file, key, day, format, source, sha256, bytes,
-rows, accepted, rejected, objects, rejectedFile, uploadId, startedTime, finishedTime, error?};
+rows, accepted (newly stored), duplicates (valid rows already stored by an earlier import of the
+same content), rejected, objects, rejectedFile, uploadId, startedTime, finishedTime, error?};
 the rejected file one JSON line per rejected row: {row (0-based, blank lines not counted),
 line (1-based, where the row starts), reasons, input (the row as read)}.
 
@@ -539,20 +540,24 @@ def _read(path: Path, fmt: str, compressed: bool, day: str, now_ms: int, work: P
             rejected.write(text.encode("utf-8", "backslashreplace") + b"\n")
 
 
-def _store(work: Path, sha: str, source: str, now_ms: int) -> list[str]:
-    """Store the accepted lines in chunks (each named by the input's sha256 and its index)."""
+def _store(work: Path, sha: str, source: str, now_ms: int) -> tuple[list[str], int]:
+    """Store the accepted lines in chunks (each named by the input's sha256 and its index); the
+    keys written and the lines already stored (the same file imported before)."""
     keys: list[str] = []
+    duplicates = 0
     chunk: list[dict[str, Any]] = []
     index = 0
     with (work / "accepted.jsonl").open("rb") as lines:
         for raw in lines:
             chunk.append(json.loads(raw))
             if len(chunk) == CHUNK_ROWS:
-                keys += ingest.store_lines(chunk, f"import:{sha}:{index}", source, now_ms)
+                stored = ingest.store_lines(chunk, f"import:{sha}:{index}", source, now_ms)
+                keys, duplicates = keys + stored.keys, duplicates + stored.duplicates
                 chunk, index = [], index + 1
     if chunk:
-        keys += ingest.store_lines(chunk, f"import:{sha}:{index}", source, now_ms)
-    return keys
+        stored = ingest.store_lines(chunk, f"import:{sha}:{index}", source, now_ms)
+        keys, duplicates = keys + stored.keys, duplicates + stored.duplicates
+    return keys, duplicates
 
 
 class _Hashing:
@@ -602,6 +607,7 @@ def import_object(key: str, now_ms: int | None = None) -> dict[str, Any]:
         "bytes": None,
         "rows": 0,
         "accepted": 0,
+        "duplicates": 0,
         "rejected": 0,
         "objects": [],
         "rejectedFile": rejected_key(key),
@@ -644,7 +650,8 @@ def import_object(key: str, now_ms: int | None = None) -> dict[str, Any]:
             s3.put_file(rejected_key(key), rejected)
         if error is None:
             try:
-                report["objects"] = _store(work, report["sha256"], source, now)
+                report["objects"], duplicates = _store(work, report["sha256"], source, now)
+                report.update(accepted=report["accepted"] - duplicates, duplicates=duplicates)
             except ingest.StoreFailed as exc:
                 report["error"] = (
                     f"storing the accepted rows failed ({type(exc.__cause__).__name__}: {exc.__cause__}); "

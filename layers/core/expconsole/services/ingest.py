@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -119,8 +120,11 @@ def validate(events: list[Any], now_ms: int) -> list[dict[str, Any]]:
     return lines
 
 
-def ingest(body: str | bytes | None, now_ms: int | None = None, source: str = SOURCE_WEBHOOK) -> int:
-    """Store a request's events; the number accepted. Raises ApiError (400, 413, 503)."""
+def ingest(
+    body: str | bytes | None, now_ms: int | None = None, source: str = SOURCE_WEBHOOK
+) -> tuple[int, int]:
+    """Store a request's events; (accepted: newly stored, duplicates: already stored by an
+    identical earlier request). Raises ApiError (400, 413, 503)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     events = parse(body)
     lines = validate(events, now)
@@ -133,7 +137,7 @@ def ingest(body: str | bytes | None, now_ms: int | None = None, source: str = SO
         ) from None
     digest = hashlib.sha256(canonical).hexdigest()
     try:
-        store_lines(lines, digest, source, now)
+        stored = store_lines(lines, digest, source, now)
     except StoreFailed as exc:
         logger.warning("Event storage failed", extra={"stage": exc.stage}, exc_info=exc.__cause__)
         if exc.stage == "objects":
@@ -147,7 +151,7 @@ def ingest(body: str | bytes | None, now_ms: int | None = None, source: str = SO
                 "same objects and counts each once."
             )
         raise ServiceUnavailable(message) from exc.__cause__
-    return len(lines)
+    return len(lines) - stored.duplicates, stored.duplicates
 
 
 class StoreFailed(Exception):
@@ -163,14 +167,23 @@ def object_name(seed: str, day: str) -> str:
     return hashlib.sha256(f"{seed}/{day}".encode()).hexdigest()[:40]
 
 
-def store_lines(lines: list[dict[str, Any]], seed: str, source: str, now_ms: int) -> list[str]:
+@dataclass
+class Stored:
+    """What store_lines wrote: the object keys, and how many lines were already stored (their
+    object counted by an earlier, identical write: a retry or a re-import)."""
+
+    keys: list[str]
+    duplicates: int
+
+
+def store_lines(lines: list[dict[str, Any]], seed: str, source: str, now_ms: int) -> Stored:
     """Store validated lines (check_event's): one object per UTC day, put, then counted once.
 
     The write path shared by ingestion (a request) and bulk import (a chunk of a file). Each
     line gets `source` and `receivedTime`; the day's object is named by `object_name(seed,
     day)`, so storing the same seed again rewrites the same objects and counts nothing twice.
-    Every object is put before any is counted (module docstring). Returns the keys written;
-    raises StoreFailed (stage `objects` or `counters`, the error chained).
+    Every object is put before any is counted (module docstring). Returns the keys written and
+    the lines already stored; raises StoreFailed (stage `objects` or `counters`, the error chained).
     """
     by_day: dict[str, list[str]] = {}
     tallies: dict[str, dict[str, NameTally]] = {}
@@ -201,9 +214,11 @@ def store_lines(lines: list[dict[str, Any]], seed: str, source: str, now_ms: int
             s3.put(key, data)
     except Exception as exc:
         raise StoreFailed("objects") from exc
+    duplicates = 0
     try:
         for day, name, _key, _data in objects:
-            event_counters.record(day, name, tallies[day], now_ms)
+            if event_counters.record(day, name, tallies[day], now_ms) == 0:
+                duplicates += len(by_day[day])
     except Exception as exc:
         raise StoreFailed("counters") from exc
-    return [key for _, _, key, _ in objects]
+    return Stored([key for _, _, key, _ in objects], duplicates)

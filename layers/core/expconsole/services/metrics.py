@@ -269,9 +269,13 @@ def _definition(metric_type: str, fields: Doc) -> Doc:
 
 
 def _builtin_conflict(mid: str) -> Conflict:
+    metric_type = mid.rpartition("::")[2]
+    custom = {"event_count": "event_count_custom", "event_dau": "event_user"}[metric_type]
     return Conflict(
         f"Metric {mid!r} already exists: `<event>::event_count` and `<event>::event_dau` are built in "
-        "for every event name."
+        f"for every event name, so use {mid!r} as it is. To count events your own way (criteria, "
+        f"rollup), create a metric of type `{custom}` instead.",
+        [{"field": "type", "message": f"{metric_type!r} is built in; use {custom!r} for a custom metric"}],
     )
 
 

@@ -36,19 +36,31 @@ def _async() -> bool:
     )
 
 
-def request(exp_id: str, body: LoadPulseBody) -> tuple[str, dict[str, Any]]:
-    """Load (or queue) pulse for one experiment; (message, the load's history record)."""
-    doc = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
+def request(exp_id: str, body: LoadPulseBody, kind: str = kinds.EXPERIMENT) -> tuple[str, dict[str, Any]]:
+    """Load (or queue) pulse for one experiment or holdout; (message, the load's history record)."""
+    if kind == kinds.HOLDOUT:
+        doc = entities.load(kinds.HOLDOUT, exp_id)
+        metric_ids = experiment_metric_ids({"primaryMetrics": doc.get("monitoringMetrics") or []})
+        if not metric_ids:
+            raise BadRequest.field(
+                "monitoringMetrics",
+                "the holdout has no monitoring metrics, so a load has nothing to compute: add some first",
+            )
+        doc = {**doc, "startTime": doc.get("createdTime")}
+    else:
+        doc = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
+        metric_ids = experiment_metric_ids(doc)
     if doc.get("startTime") is None:
         raise BadRequest.field("id", "the experiment has not started: start it before loading pulse")
+    what = kinds.LABEL[kind].lower()
     if body.refresh == "metric":
         if not body.metricIDs:
             raise BadRequest.field("metricIDs", "is required with refresh 'metric': the metrics to reload")
-        unknown = sorted(set(body.metricIDs) - set(experiment_metric_ids(doc)))
+        unknown = sorted(set(body.metricIDs) - set(metric_ids))
         if unknown:
-            raise BadRequest.field("metricIDs", f"not metrics of this experiment: {', '.join(unknown)}")
+            raise BadRequest.field("metricIDs", f"not metrics of this {what}: {', '.join(unknown)}")
     job = {
-        "kind": kinds.EXPERIMENT,
+        "kind": kind,
         "id": exp_id,
         "refresh": body.refresh,
         "metricIDs": body.metricIDs,
@@ -59,9 +71,9 @@ def request(exp_id: str, body: LoadPulseBody) -> tuple[str, dict[str, Any]]:
     }
     if _async():
         record = _queued_record(doc, job)
-        pulse_runs.put(kinds.EXPERIMENT, exp_id, job["runID"], record)
+        pulse_runs.put(kind, exp_id, job["runID"], record)
         _invoke(job)
-        return "Experiment is loading.", record
+        return f"{kinds.LABEL[kind]} is loading.", record
     return "Pulse loaded.", _run(job)
 
 
@@ -130,11 +142,11 @@ def run_queued(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def history(
-    exp_id: str, page: int, limit: int, path: str, raw_query: str
+    exp_id: str, page: int, limit: int, path: str, raw_query: str, kind: str = kinds.EXPERIMENT
 ) -> tuple[list[Any], dict[str, Any]]:
-    entities.load(kinds.EXPERIMENT, exp_id)
+    entities.load(kind, exp_id)
     return paginate(
-        pulse_runs.list_runs(kinds.EXPERIMENT, exp_id), page=page, limit=limit, path=path, raw_query=raw_query
+        pulse_runs.list_runs(kind, exp_id), page=page, limit=limit, path=path, raw_query=raw_query
     )
 
 

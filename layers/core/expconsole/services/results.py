@@ -237,11 +237,30 @@ def _group(exp: Doc, group_id: str, field: str) -> Doc:
     raise BadRequest.field(field, f"{group_id!r} is not a group id of this experiment (its groups: {names})")
 
 
+def _default_pair(exp: Doc, control_id: str | None, test_id: str | None) -> tuple[Doc, Doc]:
+    """The pair asked for; unset, control is `controlGroupID` (else the first group) and test the
+    one other group when there is exactly one (otherwise the 400 lists the groups to choose from)."""
+    groups = exp.get("groups") or []
+    if control_id is None:
+        control_id = exp.get("controlGroupID") or (groups[0]["id"] if groups else "")
+    control = _group(exp, control_id, "control")
+    if test_id is None:
+        others = [g for g in groups if g["id"] != control["id"]]
+        if len(others) != 1:
+            names = ", ".join(repr(g["id"]) for g in others)
+            raise BadRequest.field(
+                "test",
+                f"is required: the experiment has {len(others)} groups besides control "
+                f"{control['id']!r}; choose one of {names}",
+            )
+        return control, others[0]
+    return control, _group(exp, test_id, "test")
+
+
 def experiment_results(exp_id: str, q: ExperimentResultsQuery) -> tuple[str, Doc]:
     """(message, data) of GET /experiments/{id}/pulse_results."""
     exp = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
-    control = _group(exp, q.control, "control")
-    test = _group(exp, q.test, "test")
+    control, test = _default_pair(exp, q.control, q.test)
     if control["id"] == test["id"]:
         raise BadRequest.field("test", "must differ from control")
     ds, records = _day(kinds.EXPERIMENT, exp_id, q.date)
@@ -344,7 +363,15 @@ def holdout_results(holdout_id: str, q: HoldoutResultsQuery) -> tuple[str, Doc]:
     holdout = entities.load(kinds.HOLDOUT, holdout_id)
     ds, records = _day(kinds.HOLDOUT, holdout_id, None)
     if ds is None:
-        return _no_results(None), {"ds": None, "monitoringMetrics": []}
+        # The contract's `ds` is always a day: today (UTC) while nothing is computed.
+        today = dt.datetime.now(dt.UTC).date().isoformat()
+        if not holdout.get("monitoringMetrics"):
+            message = (
+                "This holdout has no monitoringMetrics, so there is nothing to compute: add metrics "
+                "(PATCH the holdout with monitoringMetrics), then load pulse."
+            )
+            return message, {"ds": today, "monitoringMetrics": []}
+        return _no_results(None), {"ds": today, "monitoringMetrics": []}
     options = ResultOptions(
         confidence=95.0 if q.confidence is None else q.confidence,
         cuped=True if q.cuped is None else q.cuped,

@@ -151,6 +151,7 @@ class ExperimentResult:
             "p_value": f.p_value,
             "sequentialTestingPValue": s.p_value if s else f.p_value,
             "adjustedAlpha": self.alpha,
+            "reason": self.reason,
         }
         if self.bayesian is not None:
             b = self.bayesian
@@ -319,6 +320,7 @@ class HoldoutResult:
                 "pValue": e["p_value"],
                 "sequentialTestingPValue": e["sequentialTestingPValue"],
                 "adjustedAlpha": e["adjustedAlpha"],
+                "reason": e["reason"],
                 "reversePower": self.reverse_power,
                 "absoluteToplineImpact": t.absolute,
                 "absoluteToplineImpactDelta": t.absolute_delta,

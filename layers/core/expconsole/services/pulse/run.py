@@ -29,7 +29,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from expconsole import aws, kinds
-from expconsole.services import entities
+from expconsole.services import entities, event_names
 from expconsole.services.pulse import daydata
 from expconsole.services.pulse.aggregate import aggregate_day, needed_columns
 from expconsole.services.pulse.analyse import Analysis, analyse
@@ -332,7 +332,9 @@ def load_pulse(
                 if refresh == "metric" and metric_ids
                 else None
             )
-            dynamo.set_internal(kind, entity_id, "_health", health_doc(plan, analysis, now, previous))
+            health = health_doc(plan, analysis, now, previous)
+            health = event_names.amend_health(health, [m.id for m in plan.metrics])
+            dynamo.set_internal(kind, entity_id, "_health", health)
         record.update(finishedState="success", finishedTime=int(time.time() * 1000))
         if result_days:
             record["endDs"] = result_days[-1]

@@ -1,0 +1,195 @@
+"""Finding your way without a key: `/docs`, `/openapi.json`, `/health`, `/`, and every unknown route.
+
+- `GET /docs`: Swagger UI (vendored in static/, see static/VERSION; no CDN) over `/openapi.json`.
+- `GET /openapi.json`: the generated document (a copy `make openapi` writes beside this file),
+  with `servers` set to the URL the request came to, so "Try it out" calls this very API.
+- `GET /health`: 200 `{"status": "ok"}` for load balancers and scripts (no storage is touched).
+- `GET /`: where to go next (replaced by the web console once it exists).
+- `$default`: API Gateway sends here every request no route matches, so both environments answer
+  a 404 `{status, message}` (with the route meant, for a near miss) or a 405 with `Allow`.
+
+No key is needed: the routes are declared with `Authorizer: NONE` in template.yaml. Nothing here
+reads a key or any stored data.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import gzip
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+STATIC = HERE / "static"
+DOCUMENT = HERE / "openapi.json"
+_ASSETS = {
+    "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
+    "swagger-ui.css": "text/css; charset=utf-8",
+}
+# Routes this function answers itself, beside the document's.
+_OWN = {"/": {"GET"}, "/docs": {"GET"}, "/openapi.json": {"GET"}, "/health": {"GET"}}
+_OWN.update({f"/docs/{name}": {"GET"} for name in _ASSETS})
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>Experimentation Console API</title>
+<link rel="stylesheet" href="/docs/swagger-ui.css">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="/docs/swagger-ui-bundle.js"></script>
+<script>
+window.ui = SwaggerUIBundle({
+  url: "/openapi.json",
+  dom_id: "#swagger-ui",
+  deepLinking: true,
+  validatorUrl: null,
+  persistAuthorization: true,
+  tryItOutEnabled: true
+});
+</script>
+</body>
+</html>
+"""
+
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "statusCode": status,
+        "headers": {"Content-Type": "application/json", **(headers or {})},
+        "body": json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
+@cache
+def _document() -> dict[str, Any]:
+    return json.loads(DOCUMENT.read_text(encoding="utf-8"))
+
+
+@cache
+def _asset(name: str) -> bytes:
+    return gzip.compress((STATIC / name).read_bytes(), mtime=0)
+
+
+def _routes() -> dict[str, set[str]]:
+    """Path template → methods: the document's routes and this function's own."""
+    out = {path: set(methods) for path, methods in _OWN.items()}
+    for path, operations in _document().get("paths", {}).items():
+        out.setdefault(path, set()).update(m.upper() for m in operations if m.upper() in _METHODS)
+    return out
+
+
+def _matches(template: str, path: str) -> bool:
+    parts, pattern = path.rstrip("/").split("/") or [""], template.rstrip("/").split("/")
+    if len(parts) != len(pattern):
+        return False
+    return all(
+        re.fullmatch(r"\{[^{}]+\}", p) is not None or p == s for p, s in zip(pattern, parts, strict=True)
+    )
+
+
+def _base_url(event: dict[str, Any]) -> str:
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    host = headers.get("host") or (event.get("requestContext") or {}).get("domainName") or ""
+    proto = headers.get("x-forwarded-proto", "https")
+    return f"{proto}://{host}"
+
+
+def _openapi(event: dict[str, Any]) -> dict[str, Any]:
+    doc = dict(_document())
+    doc["servers"] = [
+        {"url": _base_url(event), "description": "This server (the one that served this document)"}
+    ]
+    return _json(200, doc)
+
+
+def _root() -> dict[str, Any]:
+    """Where to start: kept to this one function so the web console can replace it."""
+    return _json(
+        200,
+        {
+            "message": "Experimentation console API. Interactive documentation: /docs; the OpenAPI "
+            "document: /openapi.json; health: /health. Console routes need a console key in the "
+            "SERVICE-API-KEY header.",
+            "docs": "/docs",
+            "openapi": "/openapi.json",
+            "health": "/health",
+        },
+    )
+
+
+def _static(name: str, event: dict[str, Any]) -> dict[str, Any]:
+    headers = {"Content-Type": _ASSETS[name], "Cache-Control": "public, max-age=86400"}
+    accepts = {k.lower(): v for k, v in (event.get("headers") or {}).items()}.get("accept-encoding", "")
+    if "gzip" in accepts:
+        data, headers["Content-Encoding"] = _asset(name), "gzip"
+    else:
+        data = (STATIC / name).read_bytes()
+    return {
+        "statusCode": 200,
+        "headers": headers,
+        "body": base64.b64encode(data).decode("ascii"),
+        "isBase64Encoded": True,
+    }
+
+
+def _unrouted(method: str, path: str) -> dict[str, Any]:
+    """405 with Allow when the path exists under other methods; else 404, naming the route meant."""
+    routes = _routes()
+    allowed = sorted({m for template, methods in routes.items() if _matches(template, path) for m in methods})
+    if method in allowed:  # only a trailing slash differs: routes have none
+        return _json(
+            404, {"status": 404, "message": f"No route for {method} {path}: drop the trailing slash."}
+        )
+    if allowed:
+        allow = ", ".join(allowed)
+        hint = f" use {allowed[0]}" if len(allowed) == 1 else f" use one of {allow}"
+        return _json(
+            405,
+            {"status": 405, "message": f"{method} is not allowed on {path}:{hint}."},
+            {"Allow": allow},
+        )
+    message = f"No route for {method} {path}."
+    shape = re.sub(r"/[^/]+", "/x", path)
+    candidates = {t: re.sub(r"/[^/]+", "/x", t) for t in routes}
+    same_shape = [t for t, s in candidates.items() if s == shape] or list(routes)
+    near = difflib.get_close_matches(path, same_shape, n=1, cutoff=0.6)
+    if near:
+        methods = sorted(routes[near[0]])
+        message += f" Did you mean {'/'.join(methods)} {near[0]}?"
+    message += " Every route: /docs (interactive) or /openapi.json."
+    return _json(404, {"status": 404, "message": message})
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    http = (event.get("requestContext") or {}).get("http") or {}
+    method = str(http.get("method") or "GET").upper()
+    path = str(event.get("rawPath") or http.get("path") or "/")
+    route = event.get("routeKey", "$default")
+    if route == "GET /health":
+        return _json(200, {"status": "ok"}, {"Cache-Control": "no-store"})
+    if route == "GET /openapi.json":
+        return _openapi(event)
+    if route == "GET /docs":
+        return {
+            "statusCode": 200,
+            "headers": {"Content-Type": "text/html; charset=utf-8"},
+            "body": _PAGE,
+            "isBase64Encoded": False,
+        }
+    if route == "GET /docs/{file}":
+        name = (event.get("pathParameters") or {}).get("file", "")
+        if name in _ASSETS:
+            return _static(name, event)
+        return _json(404, {"status": 404, "message": f"No file {name!r} under /docs."})
+    if route == "GET /":
+        return _root()
+    return _unrouted(method, path)

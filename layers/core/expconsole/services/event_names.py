@@ -1,0 +1,124 @@
+"""Events a metric or experiment names that have never been logged: warnings, and pulse health.
+
+A built-in `<event>::event_count` exists for every name, logged or not, so that an experiment can
+be set up before its events flow; but a typo (`purchse::event_count`) is then accepted silently
+and its results stay empty. So a create or update that names an event never logged answers with
+a `warning` naming it and the closest logged names, and pulse lists such metrics in
+`missingMetrics` and fails the metrics health check until the events arrive.
+
+"Logged" is what the ingestion counters saw (store.event_counters): one GSI1 query per name. The
+closest names come from the counters of the last `NEARBY_DAYS` days (one query per day), read
+only when a name is unknown.
+"""
+
+from __future__ import annotations
+
+import difflib
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from expconsole import kinds
+from expconsole.models.metrics import lineage, split_id
+from expconsole.store import dynamo, event_counters
+
+NEARBY_DAYS = 31
+CLOSEST = 3
+_MAX_DEPTH = 8  # components of components: metrics form no cycles (services.metrics), this bounds reads
+
+
+def metric_events(mid: str, depth: int = 0) -> list[str]:
+    """Event names a metric (built-in or stored, by id) counts, through its component metrics."""
+    parts = split_id(mid)
+    if parts is None or depth > _MAX_DEPTH:
+        return []
+    name, metric_type = parts
+    if metric_type in ("event_count", "event_dau"):
+        return [name]
+    doc = dynamo.get(kinds.METRIC, mid)
+    return definition_events(doc, depth) if doc is not None else []
+
+
+def definition_events(definition: dict[str, Any], depth: int = 0) -> list[str]:
+    """Event names a metric definition names, directly or through its component metrics."""
+    named = lineage(str(definition.get("type", "")), definition)
+    events = list(named["events"])
+    for component in named["metrics"]:
+        events.extend(metric_events(component, depth + 1))
+    return list(dict.fromkeys(events))
+
+
+def unlogged(names: list[str]) -> list[str]:
+    """The names (in order) the ingestion counters never saw."""
+    return [name for name in dict.fromkeys(names) if not event_counters.for_event(name)]
+
+
+def closest(name: str, today: datetime | None = None) -> list[str]:
+    """Up to CLOSEST logged event names like `name` (difflib's ratio), from recent days' counters."""
+    today = today or datetime.now(UTC)
+    seen: set[str] = set()
+    for offset in range(-1, NEARBY_DAYS):
+        day = (today - timedelta(days=offset)).date().isoformat()
+        seen.update(str(item["name"]) for item in event_counters.for_day(day) if item.get("name"))
+    return difflib.get_close_matches(name, sorted(seen), n=CLOSEST, cutoff=0.5)
+
+
+def _warning(field: str, event: str) -> dict[str, Any]:
+    near = closest(event)
+    hint = f"; closest logged: {', '.join(near)}" if near else "; no logged event name is close"
+    return {
+        "field": field,
+        "event": event,
+        "closest": near,
+        "message": (
+            f"event {event!r} has never been logged, so this metric has no data until it is{hint}. "
+            "If it is a typo, correct it; if the events are not flowing yet, ignore this."
+        ),
+    }
+
+
+def metric_warnings(definition: dict[str, Any]) -> list[dict[str, Any]]:
+    """Warnings for a stored or about-to-be-stored metric whose events were never logged."""
+    return [_warning(definition.get("id") or "metric", e) for e in unlogged(definition_events(definition))]
+
+
+def experiment_warnings(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Warnings for an experiment's metrics that count events never logged."""
+    out: list[dict[str, Any]] = []
+    warned: set[str] = set()
+    for field in ("primaryMetrics", "secondaryMetrics"):
+        for index, ref in enumerate(doc.get(field) or []):
+            if not isinstance(ref, dict):
+                continue
+            mid = f"{ref.get('name')}::{ref.get('type')}"
+            for event in unlogged(metric_events(mid)):
+                if event not in warned:
+                    warned.add(event)
+                    out.append(_warning(f"{field}[{index}]", event))
+    return out
+
+
+def unlogged_metrics(metric_ids: list[str]) -> list[str]:
+    """The metric ids (in order) that count at least one event never logged."""
+    return [mid for mid in metric_ids if unlogged(metric_events(mid))]
+
+
+def amend_health(health: dict[str, Any], metric_ids: list[str]) -> dict[str, Any]:
+    """Pulse health with metrics on never-logged events added to `missingMetrics`, and the metrics
+    check (and so the overall status) FAILED while there are any."""
+    missing = unlogged_metrics(metric_ids)
+    if not missing:
+        return health
+    for check in health.get("checks", []):
+        if check.get("type") != "metrics":
+            continue
+        meta = check.setdefault("metadata", {})
+        listed = list(meta.get("missingMetrics") or [])
+        meta["missingMetrics"] = listed + [m for m in missing if m not in listed]
+        meta["neverLoggedMetrics"] = missing
+        check["status"] = "FAILED"
+        check["description"] = (
+            "Metrics with data, and the first and last day each had any. FAILED: "
+            f"{', '.join(missing)} count events never logged."
+        )
+    health["status"] = "FAILED"
+    return health
