@@ -102,7 +102,14 @@ def download_v1(file: str, sinceTime: SinceTime = None):
     summary="The same document in the shape the Rust core (statsig-python-core) reads",
 )
 def download_v2(
-    file: str, sinceTime: SinceTime = None, supports_proto: Annotated[bool | None, Query()] = None
+    file: str,
+    sinceTime: SinceTime = None,
+    supports_proto: Annotated[
+        bool | None, Query(description="Sent by the Rust core; JSON is served.")
+    ] = None,
+    accept_deltas: Annotated[
+        bool | None, Query(description="Sent by the Rust core; the whole document is served.")
+    ] = None,
 ):
     return _specs(2, file, sinceTime)
 
