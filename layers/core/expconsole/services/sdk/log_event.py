@@ -202,12 +202,12 @@ def gate_tallies(lines: list[dict[str, Any]]) -> dict[tuple[str, str], gate_chec
     return out
 
 
-def store(lines: list[dict[str, Any]], seed: str, now_ms: int) -> None:
+def store(lines: list[dict[str, Any]], seed: str, now_ms: int) -> int:
     """Store mapped lines as events, then count their gate checks; each once under retries (the
-    objects and the check counters are keyed by `seed`)."""
+    objects and the check counters are keyed by `seed`). The number of lines already stored."""
     retry = "Events storage failed; retry the same batch (nothing is stored twice)."
     try:
-        ingest.store_lines(lines, seed, SOURCE_SDK, now_ms)
+        stored = ingest.store_lines(lines, seed, SOURCE_SDK, now_ms)
     except ingest.StoreFailed as exc:
         raise ServiceUnavailable(retry) from exc.__cause__
     tallies = gate_tallies(lines)
@@ -216,6 +216,7 @@ def store(lines: list[dict[str, Any]], seed: str, now_ms: int) -> None:
             gate_checks.record(hashlib.sha256(seed.encode()).hexdigest()[:40], tallies, now_ms)
         except Exception as exc:
             raise ServiceUnavailable(retry) from exc
+    return stored.duplicates
 
 
 def report_exception(body: bytes) -> None:
@@ -243,16 +244,19 @@ def report_exception(body: bytes) -> None:
 
 
 def log_events(body: bytes, encoding: str | None, now_ms: int | None = None) -> dict[str, Any]:
-    """Store a batch; what happened to it (accepted lines, skipped events by index, dropped ones)."""
+    """Store a batch; what happened to it: lines stored now (`accepted`), already stored by an
+    identical earlier batch (`duplicates`: a retry), events skipped (by index) and dropped."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     data = decode(body, encoding)
     mapped = map_events(data["events"], Groups.of(documents.current_spec()), now)
+    duplicates = 0
     if mapped.lines:
         canonical = json.dumps(data["events"], sort_keys=True, separators=(",", ":")).encode()
-        store(mapped.lines, "sdk:" + hashlib.sha256(canonical).hexdigest(), now)
+        duplicates = store(mapped.lines, "sdk:" + hashlib.sha256(canonical).hexdigest(), now)
     return {
         "success": True,
-        "accepted": len(mapped.lines),
+        "accepted": len(mapped.lines) - duplicates,
+        "duplicates": duplicates,
         "dropped": mapped.dropped,
         "skipped": mapped.skipped[:100],
     }
