@@ -187,7 +187,9 @@ def check_gate(body: CheckGateBody) -> GateAnswer | dict[str, GateAnswer]:
     if (body.gateName is None) == (body.gateNames is None):
         raise BadRequest.field("gateName", "send exactly one of gateName (one gate) or gateNames (several)")
     answers = evaluate.check_gates(
-        body.user, [body.gateName] if body.gateName else list(body.gateNames or [])
+        body.user,
+        [body.gateName] if body.gateName else list(body.gateNames or []),
+        several=body.gateNames is not None,
     )
     if body.gateName is not None:
         return GateAnswer(**answers[0])

@@ -437,6 +437,11 @@ def test_id_lists(api: dict[str, Caller]) -> None:
         response = sdk("GET", path, headers={"Range": bad})
         assert_bad(response["statusCode"], as_json(response), 400, "Range")
     assert sdk("GET", f"/v1/id_lists/{seg['id']}/nosuchfile")["statusCode"] == 404
+    for past in (len(data), len(data) + 7):  # nothing from there on: not satisfiable, as S3 answers
+        beyond = sdk("GET", path, headers={"Range": f"bytes={past}-"})
+        assert beyond["statusCode"] == 416, beyond
+        assert header(beyond, "Content-Range") == f"bytes */{len(data)}"
+        assert as_json(beyond)["status"] == 416
 
     status, _ = api["segments"]("PATCH", f"/console/v1/segments/{seg['id']}/id_list", {"ids": ["user-99"]})
     assert status == 200
@@ -512,7 +517,10 @@ def test_check_gate(api: dict[str, Caller]) -> None:
     assert_bad(*call({"user": user(), "gateName": on["id"], "gateNames": [off["id"]]}), 400, "gateName")
     assert_bad(*call({"user": user()}), 400, "gateName")
     status, missing = call({"user": user(), "gateName": "no_such_gate"})
-    assert status == 404 and "no_such_gate" in missing["message"]
+    assert status == 404 and "no_such_gate" in missing["message"] and "(gateName)" in missing["message"]
+    for names, field in ([["no_such_gate"], "gateNames[0]"], [[on["id"], "no_such_gate"], "gateNames[1]"]):
+        status, missing = call({"user": user(), "gateNames": names})
+        assert status == 404 and f"({field})" in missing["message"], missing
     assert_bad(*call({"user": {"email": "a@b.c"}, "gateName": on["id"]}), 400, "user")
     assert_bad(*call({"user": {"userID": "u", "custom": 3}, "gateName": on["id"]}), 400, "user.custom")
 
