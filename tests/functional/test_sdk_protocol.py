@@ -567,3 +567,53 @@ def test_get_experiment_and_get_layer_log_experiment_exposures(api: dict[str, Ca
     assert response["statusCode"] == 404  # an experiment is not a dynamic config
     response = sdk("POST", "/v1/get_layer", {"user": user(), "layerName": "no_such_layer"})
     assert response["statusCode"] == 404
+
+
+def _served(doc: dict[str, Any], name: str) -> dict[str, Any] | None:
+    return next((c for c in doc["dynamic_configs"] if c["name"] == name), None)
+
+
+def test_the_document_follows_an_experiment_through_its_lifecycle(api: dict[str, Caller]) -> None:
+    """Stored shapes as the console writes them, not hand-made: start, decide, abandon, archive."""
+    decided = make_experiment(api, "to decide")
+    dropped = make_experiment(api, "to abandon")
+    gate = created(api["gates"], "/console/v1/gates", {"name": "held gate", "rules": []})
+    holdout = created(
+        api["holdouts"],
+        "/console/v1/holdouts",
+        {"name": "h all", "passPercentage": 5, "experimentIDs": [decided["id"]], "gateIDs": [gate["id"]]},
+    )
+    rebuild()
+    doc = as_json(sdk("GET", SPECS_PATH))
+    assert [r["id"] for r in _served(doc, decided["id"])["rules"]] == [f"holdout:{holdout['id']}", "prestart"]
+    assert f"holdout:{holdout['id']}" in [g["name"] for g in doc["feature_gates"]]
+    for exp in (decided, dropped):
+        start(api, exp["id"])
+    rebuild()
+    doc = as_json(sdk("GET", SPECS_PATH))
+    served = _served(doc, decided["id"])
+    assert served["isActive"] is True
+    assert [r["id"] for r in served["rules"]][1:] == [g["id"] for g in decided["groups"]]
+
+    launched = decided["groups"][1]
+    status, answer = api["experiments"](
+        "PUT",
+        f"/console/v1/experiments/{decided['id']}/make_decision",
+        {"id": launched["id"], "decisionReason": "won"},
+    )
+    assert status == 200, answer
+    status, answer = api["experiments"](
+        "PUT", f"/console/v1/experiments/{dropped['id']}/abandon", {"decisionReason": "flat"}
+    )
+    assert status == 200, answer
+    rebuild()
+    doc = as_json(sdk("GET", SPECS_PATH))
+    rules = _served(doc, decided["id"])["rules"]
+    assert [r["id"] for r in rules] == [f"holdout:{holdout['id']}", "launchedGroup"]
+    assert rules[-1]["returnValue"] == launched["parameterValues"]
+    assert [r["id"] for r in _served(doc, dropped["id"])["rules"]] == ["abandoned"]
+
+    status, answer = api["experiments"]("PUT", f"/console/v1/experiments/{dropped['id']}/archive", {})
+    assert status == 200, answer
+    rebuild()
+    assert _served(as_json(sdk("GET", SPECS_PATH)), dropped["id"]) is None
