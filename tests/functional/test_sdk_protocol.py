@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from expconsole.services import keys
+from expconsole.services.sdk import documents
 from expconsole.store import event_counters, s3
 from tests.conftest import Caller, http_event, load_function
 
@@ -330,6 +331,8 @@ def test_sdk_routes_refuse_console_keys(api: dict[str, Caller]) -> None:
     ]:
         response = sdk(method, path, body, key_kind="console")
         assert response["statusCode"] == 403, (path, response)
+        response = sdk(method, path, body, key_kind="unknown")
+        assert response["statusCode"] == 401, (path, response)
 
 
 def test_the_authorizer_reads_the_statsig_header(aws: None) -> None:
@@ -353,6 +356,8 @@ def test_the_authorizer_reads_the_statsig_header(aws: None) -> None:
 def test_downloads(api: dict[str, Caller]) -> None:
     response = sdk("GET", SPECS_PATH)
     assert response["statusCode"] == 503, response
+    evaluation = sdk("POST", "/v1/check_gate", {"user": user(), "gateName": "g"})
+    assert evaluation["statusCode"] == 503, evaluation
     gate = created(api["gates"], "/console/v1/gates", {"name": "dl gate", "rules": []})
     built = rebuild()
     assert built["changed"] is True
@@ -617,3 +622,16 @@ def test_the_document_follows_an_experiment_through_its_lifecycle(api: dict[str,
     assert status == 200, answer
     rebuild()
     assert _served(as_json(sdk("GET", SPECS_PATH)), dropped["id"]) is None
+
+
+def test_a_document_too_large_to_answer_inline_is_a_redirect_to_s3(
+    api: dict[str, Caller], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    created(api["gates"], "/console/v1/gates", {"name": "big gate", "rules": []})
+    rebuild()
+    monkeypatch.setattr(load_function("sdk"), "MAX_INLINE_BYTES", 10)
+    response = sdk("GET", SPECS_PATH, headers={"Accept-Encoding": "gzip"})
+    assert response["statusCode"] == 302, response
+    location = header(response, "Location") or ""
+    assert documents.V1_KEY in location and "Signature" in location
+    assert sdk("GET", SPECS_PATH, query="sinceTime=9999999999999")["statusCode"] == 200  # no update: inline
