@@ -201,7 +201,9 @@ def test_a_retried_batch_stores_and_counts_nothing_twice(api: dict[str, Caller])
     assert event_counters.for_day(today) == counters_first
     assert {c["name"]: c["count"] for c in counters_first}["purchase"] == 1
     _, gate_second = api["gates"]("GET", f"/console/v1/gates/{gate['id']}")
-    assert gate_first["data"]["checksPerHour"] == gate_second["data"]["checksPerHour"] == round(1 / 24, 2)
+    assert (
+        gate_first["data"]["checksPerHour"] == gate_second["data"]["checksPerHour"] == 0.04
+    )  # 1 check over 24 hours
 
 
 def test_exposures_become_experiment_and_holdout_exposures(api: dict[str, Caller]) -> None:
@@ -244,6 +246,11 @@ def test_exposures_become_experiment_and_holdout_exposures(api: dict[str, Caller
             "statsig::gate_exposure", {"gate": f"holdout:{holdout['id']}", "gateValue": "true", "ruleID": "x"}
         ),
         {"eventName": "statsig::diagnostics", "user": user(), "metadata": {"context": "initialize"}},
+        # checks of segments and inline targeting are parts of other checks, not gate checks
+        exposure("statsig::gate_exposure", {"gate": "segment:s", "gateValue": "true", "ruleID": "r"}),
+        exposure(
+            "statsig::gate_exposure", {"gate": f"targeting:{exp['id']}", "gateValue": "true", "ruleID": "r"}
+        ),
     ]
     status, body = post_events(events, gz=True)
     assert status == 202, body
