@@ -42,7 +42,8 @@ SPECS_PATH = "/v1/download_config_specs/secret-abc.json"
 @pytest.fixture
 def api(aws: None) -> dict[str, Caller]:
     s3.create_bucket()
-    return {name: Caller(name) for name in ("gates", "experiments", "segments", "layers", "holdouts")}
+    names = ("gates", "experiments", "segments", "layers", "holdouts", "dynamic_configs")
+    return {name: Caller(name) for name in names}
 
 
 def rebuild() -> dict[str, Any]:
@@ -642,3 +643,36 @@ def test_a_document_too_large_to_answer_inline_is_a_redirect_to_s3(
     location = header(response, "Location") or ""
     assert documents.V1_KEY in location and "Signature" in location
     assert sdk("GET", SPECS_PATH, query="sinceTime=9999999999999")["statusCode"] == 200  # no update: inline
+
+
+def test_a_config_with_variants_as_the_console_stores_it(api: dict[str, Caller]) -> None:
+    body = {
+        "name": "pricing",
+        "defaultValue": {"price": 10},
+        "rules": [
+            {
+                "name": "split",
+                "passPercentage": 100,
+                "conditions": [],
+                "returnValue": {"price": 0},
+                "variants": [
+                    {"name": "a", "passPercentage": 25, "returnValue": {"price": 9}},
+                    {"name": "b", "passPercentage": 75, "returnValue": {"price": 11}},
+                ],
+            }
+        ],
+    }
+    cfg = created(api["dynamic_configs"], "/console/v1/dynamic_configs", body)
+    rebuild()
+    served = _served(as_json(sdk("GET", SPECS_PATH)), cfg["id"])
+    stored_rule = cfg["rules"][0]
+    assert [(r["id"], r["salt"], r["returnValue"]) for r in served["rules"]] == [
+        (v["id"], stored_rule["id"], v["returnValue"]) for v in stored_rule["variants"]
+    ]
+    answers = {}
+    for i in range(40):
+        response = sdk("POST", "/v1/get_config", {"user": user(f"u{i}"), "configName": cfg["id"]})
+        answer = as_json(response)
+        assert response["statusCode"] == 200, answer
+        answers[answer["rule_id"]] = answer["value"]
+    assert answers == {v["id"]: v["returnValue"] for v in stored_rule["variants"]}
