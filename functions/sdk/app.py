@@ -22,7 +22,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole import context
 from expconsole.api.app import build
-from expconsole.api.errors import BadRequest, NotFound, ServiceUnavailable
+from expconsole.api.errors import BadRequest, NotFound, RangeNotSatisfiable, ServiceUnavailable
 from expconsole.models.sdk import (
     CheckGateBody,
     ConfigAnswer,
@@ -149,10 +149,18 @@ def id_list_file(segment: str, file_id: str):
     if found is None:
         raise NotFound(f"No id-list file {segment}/{file_id}: ask get_id_lists for the current one.")
     data, size = found
+    if wanted and not data:  # a range from the end or past it: as S3 answers (the SDKs never ask)
+        error = RangeNotSatisfiable(f"Range: the file has {size} bytes; bytes={start}- holds none.")
+        return Response(
+            416,
+            content_types.APPLICATION_JSON,
+            json.dumps(error.body()),
+            headers={"Content-Range": f"bytes */{size}"},
+        )
     headers = {"Content-Length": str(len(data)), "Accept-Ranges": "bytes"}
     if wanted:
-        headers["Content-Range"] = f"bytes {start}-{max(start, size) - 1 if data else start}/{size}"
-    return Response(206 if wanted and data else 200, "text/plain", data, headers=headers)
+        headers["Content-Range"] = f"bytes {start}-{size - 1}/{size}"
+    return Response(206 if wanted else 200, "text/plain", data, headers=headers)
 
 
 @router.post(
@@ -186,7 +194,9 @@ def check_gate(body: CheckGateBody) -> GateAnswer | dict[str, GateAnswer]:
     if (body.gateName is None) == (body.gateNames is None):
         raise BadRequest.field("gateName", "send exactly one of gateName (one gate) or gateNames (several)")
     answers = evaluate.check_gates(
-        body.user, [body.gateName] if body.gateName else list(body.gateNames or [])
+        body.user,
+        [body.gateName] if body.gateName else list(body.gateNames or []),
+        several=body.gateNames is not None,
     )
     if body.gateName is not None:
         return GateAnswer(**answers[0])
