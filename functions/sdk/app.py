@@ -65,17 +65,21 @@ def _specs(version: int, file: str, since: int | None) -> Response[Any]:
         raise ServiceUnavailable(
             "The spec document is being built for the first time; retry in a few seconds."
         )
-    etag = document.etag
     if since is not None and since >= document.time:
         body = json.dumps({"has_updates": False, "time": document.time})
-        return Response(200, content_types.APPLICATION_JSON, body, headers={"ETag": etag})
+        return Response(200, content_types.APPLICATION_JSON, body)
+    gzipped = "gzip" in _headers().get("accept-encoding", "")
+    # One ETag per representation: the gzip'd bytes are S3's object, the plain ones differ.
+    etag = document.etag if gzipped else document.etag.rstrip('"') + '-identity"'
     if _headers().get("if-none-match") == etag:
-        return Response(304, content_types.APPLICATION_JSON, "", headers={"ETag": etag})
+        return Response(
+            304, content_types.APPLICATION_JSON, "", headers={"ETag": etag, "Vary": "Accept-Encoding"}
+        )
     if len(document.gz) > MAX_INLINE_BYTES:
         return Response(
             302, content_types.APPLICATION_JSON, "", headers={"Location": documents.presigned_url(version)}
         )
-    if "gzip" in _headers().get("accept-encoding", ""):
+    if gzipped:
         headers = {"ETag": etag, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
         return _json_bytes(200, document.gz, headers)
     return _json_bytes(200, gzip.decompress(document.gz), {"ETag": etag, "Vary": "Accept-Encoding"})

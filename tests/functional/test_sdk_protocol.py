@@ -296,10 +296,11 @@ def test_bad_events_are_skipped_by_index_and_the_rest_stored(api: dict[str, Call
         "not an object",
         {"eventName": "x" * 129, "user": user()},
         {**good, "eventName": "refund"},
+        {**good, "time": "1790000000000"},  # a string is not a time: reported, not replaced
     ]
     status, body = post_events(events)
     assert status == 202 and body["accepted"] == 2
-    assert [s["index"] for s in body["skipped"]] == [1, 2, 3, 4]
+    assert [s["index"] for s in body["skipped"]] == [1, 2, 3, 4, 6]
     assert sorted(line["event"] for line in stored_lines()) == ["purchase", "refund"]
 
 
@@ -380,9 +381,13 @@ def test_downloads(api: dict[str, Caller]) -> None:
     assert plain["statusCode"] == 200 and header(plain, "Content-Encoding") is None
     assert as_json(plain) == doc
     etag = header(plain, "ETag")
-    assert etag and etag == header(zipped, "ETag")
+    zipped_etag = header(zipped, "ETag")
+    assert etag and zipped_etag and etag != zipped_etag  # one ETag per representation
 
     assert sdk("GET", SPECS_PATH, headers={"If-None-Match": etag})["statusCode"] == 304
+    not_modified = sdk("GET", SPECS_PATH, headers={"If-None-Match": zipped_etag, "Accept-Encoding": "gzip"})
+    assert not_modified["statusCode"] == 304
+    assert sdk("GET", SPECS_PATH, headers={"If-None-Match": zipped_etag})["statusCode"] == 200
     assert sdk("GET", SPECS_PATH, headers={"If-None-Match": '"other"'})["statusCode"] == 200
     unchanged = sdk("GET", SPECS_PATH, query=f"sinceTime={doc['time']}")
     assert as_json(unchanged) == {"has_updates": False, "time": doc["time"]}
