@@ -469,22 +469,31 @@ def print_build(rows: list[BuildFigures]) -> None:
             f"{opt(r.snapshot_s, 1e3, '.1f'):>12} "
             f"{r.build_s * 1e3:>9.1f} {r.v2_s * 1e3:>9.1f} {opt(r.rebuild_s, 1e3, '.1f'):>11}"
         )
-    print("\n   document sizes (compact JSON; gzip level 6, as stored and served)")
-    header = ("entities", "v1 raw MB", "v1 gzip MB", "v2 raw MB", "v2 gzip MB", "gz/6 MB", "gz/4 MB inline")
-    print("{:>9} {:>10} {:>11} {:>10} {:>11} {:>8} {:>15}".format(*header))
+    print(
+        "\n   document sizes (compact JSON; gzip level 6, as stored and served). A Lambda answer of bytes is "
+        "base64'd: b64 = 4/3 of the bytes"
+    )
+    header = ("entities", "v1 raw MB", "v1 gzip MB", "v2 raw MB", "v2 gzip MB", "gzip b64/6MB", "gzip/4MB")
+    print("{:>9} {:>10} {:>11} {:>10} {:>11} {:>13} {:>9} {:>12}".format(*header, "raw b64/6MB"))
     for r in rows:
-        biggest_gz = max(r.v1_gz, r.v2_gz)
+        gz, raw = max(r.v1_gz, r.v2_gz), max(r.v1_raw, r.v2_raw)
         print(
             f"{r.entities:>9,} {r.v1_raw / mb:>10.2f} {r.v1_gz / mb:>11.3f} {r.v2_raw / mb:>10.2f} "
-            f"{r.v2_gz / mb:>11.3f} {biggest_gz / LAMBDA_LIMIT:>8.1%} {biggest_gz / inline:>15.1%}"
+            f"{r.v2_gz / mb:>11.3f} {b64(gz) / LAMBDA_LIMIT:>13.1%} {gz / inline:>9.1%} "
+            f"{b64(raw) / LAMBDA_LIMIT:>12.1%}"
         )
     for r in rows:
         print(f"   {r.entities:,} entities: {r.counts}")
-        if max(r.v1_raw, r.v2_raw) > LAMBDA_LIMIT:
+        if b64(max(r.v1_raw, r.v2_raw)) > LAMBDA_LIMIT:
             print(
-                f"   note: at {r.entities:,} entities the raw document exceeds 6 MB: a client that does not "
-                "accept gzip cannot be answered inline"
+                f"   note: at {r.entities:,} entities a download without `Accept-Encoding: gzip` (answered "
+                "un-gzip'd and inline: functions/sdk/app.py compares only the gzip size with its limit) "
+                "is over Lambda's 6 MB"
             )
+
+
+def b64(size: int) -> int:
+    return 4 * -(-size // 3)
 
 
 # --- through the local server -------------------------------------------------------------------
