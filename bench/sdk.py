@@ -6,16 +6,17 @@ handlers, in this process, on moto (as the functional tests do): every stored do
 one the API writes. Then:
 
 1. **build**: `documents.snapshot()` (the table queries), the pure `specs.build(snapshot)` and
-   `v2.v1_to_v2`, timed; the document's size raw and gzip'd; the same at `--scale-to` entities
-   (a second world created the same way), against Lambda's 6 MB response limit and the 4 MB
-   gzip size past which `functions/sdk/app.py` answers a redirect to S3.
-2. **download**: `expconsole serve --ephemeral` in a child process; the first world's table items
-   are copied into its backend (the backend's own DynamoDB endpoint, the way `expconsole keys`
-   writes to a running server, so they are journaled like any write), one console write through
-   the API starts the server's spec build, and once the served document names every entity,
-   `--downloads` rounds of: v1 in full (gzip), v2 in full, v1 with `sinceTime` (`has_updates:
-   false`), v1 with `If-None-Match` (304), beside the baseline `GET /console/v1/gates?limit=1`
-   on the same server, interleaved so that load affects all alike.
+   `v2.v1_to_v2`, timed, and one `documents.rebuild()`; the documents' sizes raw and gzip'd; the
+   build and sizes again at `--scale-to` entities (the stored documents copied, ids renamed:
+   creating thousands of entities on moto takes too long), against Lambda's 6 MB response limit
+   and the 4 MB gzip size past which `functions/sdk/app.py` answers a redirect to S3.
+2. **download**: `expconsole serve --ephemeral` in a child process; the world's table items are
+   copied into its backend (the backend's own DynamoDB endpoint, the way `expconsole keys` writes
+   to a running server, so they are journaled like any write), one console write through the API
+   starts the server's spec build, and once the served document names every entity,
+   `--downloads` interleaved rounds of: the baseline, v1 with `sinceTime` (`has_updates: false`:
+   same route, authorizer and S3 check, 45 bytes), v1 in full (gzip), v2 in full, v1 with
+   `If-None-Match` (304), and a console `GET /console/v1/gates/<id>`.
 3. **evaluate**: the document the server serves, evaluated for `--users` users by our
    `Evaluator`, by `statsig` (pure Python) and by `statsig-python-core` (Rust core) pointed at the
    same server, in this process; every answer (value, rule id) compared as it is timed.
