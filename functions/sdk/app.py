@@ -82,7 +82,12 @@ def _specs(version: int, file: str, since: int | None) -> Response[Any]:
     if gzipped:
         headers = {"ETag": etag, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
         return _json_bytes(200, document.gz, headers)
-    return _json_bytes(200, gzip.decompress(document.gz), {"ETag": etag, "Vary": "Accept-Encoding"})
+    plain = gzip.decompress(document.gz)
+    if len(plain) > MAX_INLINE_BYTES:  # uncompressed, it would not fit a Lambda answer
+        return Response(
+            302, content_types.APPLICATION_JSON, "", headers={"Location": documents.presigned_url(version)}
+        )
+    return _json_bytes(200, plain, {"ETag": etag, "Vary": "Accept-Encoding"})
 
 
 SinceTime = Annotated[

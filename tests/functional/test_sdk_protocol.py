@@ -649,6 +649,13 @@ def test_a_document_too_large_to_answer_inline_is_a_redirect_to_s3(
     assert documents.V1_KEY in location and "Signature" in location
     assert sdk("GET", SPECS_PATH, query="sinceTime=9999999999999")["statusCode"] == 200  # no update: inline
 
+    # gzip'd it fits, uncompressed (a client not accepting gzip) it would not: that one is redirected
+    document = documents.current(1)
+    assert document is not None
+    monkeypatch.setattr(load_function("sdk"), "MAX_INLINE_BYTES", len(document.gz) + 1)
+    assert sdk("GET", SPECS_PATH, headers={"Accept-Encoding": "gzip"})["statusCode"] == 200
+    assert sdk("GET", SPECS_PATH)["statusCode"] == 302
+
 
 def test_a_config_with_variants_as_the_console_stores_it(api: dict[str, Caller]) -> None:
     body = {
