@@ -22,19 +22,38 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole import context
 from expconsole.api.app import build
+from expconsole.api.docs import responses
 from expconsole.api.errors import BadRequest, NotFound, RangeNotSatisfiable, ServiceUnavailable
 from expconsole.models.sdk import (
+    Accepted,
+    CheckGateAnswer,
     CheckGateBody,
     ConfigAnswer,
     GateAnswer,
     GetConfigBody,
     GetExperimentBody,
     GetLayerBody,
+    IdLists,
     LayerAnswer,
+    LogEventAccepted,
+    SpecDocument,
 )
 from expconsole.services.sdk import documents, evaluate, log_event
 
 router = APIGatewayHttpRouter()
+_NO_BODY: dict[str, Any] = {}
+SPEC_RESPONSES = {
+    **responses(200, SpecDocument, "The document (gzip'd when accepted), or has_updates false", 404),
+    302: {"description": "Too large for a Lambda answer: a pre-signed S3 URL in Location.", **_NO_BODY},
+    304: {"description": "Unchanged since If-None-Match.", **_NO_BODY},
+}
+_TEXT = {"text/plain": {"schema": {"type": "string"}}}
+ID_LIST_RESPONSES = {
+    **responses(200, Accepted, "replaced below", 404),
+    200: {"description": "The whole file: `+<hash>` lines.", "content": _TEXT},
+    206: {"description": "The file from the Range's start on.", "content": _TEXT},
+    416: {"description": "A Range starting at or past the end of the file.", "content": _TEXT},
+}
 # A Lambda answer is at most 6 MB, base64 included: a larger document is a redirect to S3.
 MAX_INLINE_BYTES = 4 * 1024 * 1024
 
@@ -100,6 +119,7 @@ SinceTime = Annotated[
     "/v1/download_config_specs/<file>",
     tags=["SDK protocol"],
     summary="The spec document the Statsig server SDKs evaluate (v1 JSON); file = <server secret>.json",
+    responses=SPEC_RESPONSES,
 )
 def download_v1(file: str, sinceTime: SinceTime = None):
     return _specs(1, file, sinceTime)
@@ -109,6 +129,7 @@ def download_v1(file: str, sinceTime: SinceTime = None):
     "/v2/download_config_specs/<file>",
     tags=["SDK protocol"],
     summary="The same document in the shape the Rust core (statsig-python-core) reads",
+    responses=SPEC_RESPONSES,
 )
 def download_v2(
     file: str,
@@ -124,7 +145,10 @@ def download_v2(
 
 
 @router.post(
-    "/v1/get_id_lists", tags=["SDK protocol"], summary="The id lists of id-list segments, with file URLs"
+    "/v1/get_id_lists",
+    tags=["SDK protocol"],
+    summary="The id lists of id-list segments, with file URLs",
+    responses=responses(200, IdLists, "Each id list by name"),
 )
 def get_id_lists() -> dict[str, Any]:
     base = context.current().base_url
@@ -144,6 +168,7 @@ def get_id_lists() -> dict[str, Any]:
     "/v1/id_lists/<segment>/<file_id>",
     tags=["SDK protocol"],
     summary="An id-list file: `+<hash>` lines; honours `Range: bytes=N-`",
+    responses=ID_LIST_RESPONSES,
 )
 def id_list_file(segment: str, file_id: str):
     start = 0
@@ -176,6 +201,7 @@ def id_list_file(segment: str, file_id: str):
     "/v1/log_event",
     tags=["SDK protocol"],
     summary="An SDK's event batch (gzip allowed): custom events, exposures, gate checks",
+    responses=responses(202, LogEventAccepted, "Stored, with what was skipped"),
 )
 def post_log_event() -> tuple[dict[str, Any], int]:
     return log_event.log_events(_raw_body(), _headers().get("content-encoding")), 202
@@ -185,6 +211,7 @@ def post_log_event() -> tuple[dict[str, Any], int]:
     "/v1/sdk_exception",
     tags=["SDK protocol"],
     summary="An SDK's own error report (point the SDK's error reporter here, not at Statsig's host)",
+    responses=responses(202, Accepted, "Logged"),
 )
 def sdk_exception() -> tuple[dict[str, Any], int]:
     log_event.report_exception(_raw_body())
@@ -198,6 +225,7 @@ def sdk_exception() -> tuple[dict[str, Any], int]:
     "/v1/check_gate",
     tags=["SDK protocol"],
     summary="A gate's value for a user, as the SDKs answer it (logs the exposure); gateNames for several",
+    responses=responses(200, CheckGateAnswer, "The answer (one, or each gate's by name)", 404),
 )
 def check_gate(body: CheckGateBody) -> GateAnswer | dict[str, GateAnswer]:
     if (body.gateName is None) == (body.gateNames is None):
@@ -212,19 +240,32 @@ def check_gate(body: CheckGateBody) -> GateAnswer | dict[str, GateAnswer]:
     return {a["name"]: GateAnswer(**a) for a in answers}
 
 
-@router.post("/v1/get_config", tags=["SDK protocol"], summary="A dynamic config's value for a user")
+@router.post(
+    "/v1/get_config",
+    tags=["SDK protocol"],
+    summary="A dynamic config's value for a user",
+    responses=responses(200, ConfigAnswer, "The answer", 404),
+)
 def get_config(body: GetConfigBody) -> ConfigAnswer:
     return ConfigAnswer(**evaluate.get_config(body.user, body.configName, "config"))
 
 
 @router.post(
-    "/v1/get_experiment", tags=["SDK protocol"], summary="An experiment's group and values for a user"
+    "/v1/get_experiment",
+    tags=["SDK protocol"],
+    summary="An experiment's group and values for a user",
+    responses=responses(200, ConfigAnswer, "The answer", 404),
 )
 def get_experiment(body: GetExperimentBody) -> ConfigAnswer:
     return ConfigAnswer(**evaluate.get_config(body.user, body.experimentName, "experiment"))
 
 
-@router.post("/v1/get_layer", tags=["SDK protocol"], summary="A layer's values for a user")
+@router.post(
+    "/v1/get_layer",
+    tags=["SDK protocol"],
+    summary="A layer's values for a user",
+    responses=responses(200, LayerAnswer, "The answer", 404),
+)
 def get_layer(body: GetLayerBody) -> LayerAnswer:
     return LayerAnswer(**evaluate.get_layer(body.user, body.layerName))
 
