@@ -13,7 +13,7 @@ ifdef SERVER_SECRET
 SERVE_ARGS += --server-secret $(SERVER_SECRET)
 endif
 
-.PHONY: install install-sam serve test test-fast lint format openapi bench bench-pulse bench-load clean
+.PHONY: install install-sam serve test test-fast lint format openapi bench bench-pulse bench-load bench-sdk clean
 
 install: $(VENV)/.installed
 
@@ -63,6 +63,12 @@ bench-pulse: install
 
 bench-load: install
 	$(BIN)/python bench/load.py
+
+# The Statsig SDK protocol at 1,000 gates + 200 experiments + 50 configs (and 5,000 entities).
+# SDK_ARGS="--scale-to 0 --downloads 10 --users 30" for a quicker run.
+SDK_ARGS ?=
+bench-sdk: install
+	$(BIN)/python bench/sdk.py $(SDK_ARGS)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache

@@ -22,19 +22,38 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole import context
 from expconsole.api.app import build
-from expconsole.api.errors import BadRequest, NotFound, ServiceUnavailable
+from expconsole.api.docs import responses
+from expconsole.api.errors import BadRequest, NotFound, RangeNotSatisfiable, ServiceUnavailable
 from expconsole.models.sdk import (
+    Accepted,
+    CheckGateAnswer,
     CheckGateBody,
     ConfigAnswer,
     GateAnswer,
     GetConfigBody,
     GetExperimentBody,
     GetLayerBody,
+    IdLists,
     LayerAnswer,
+    LogEventAccepted,
+    SpecDocument,
 )
 from expconsole.services.sdk import documents, evaluate, log_event
 
 router = APIGatewayHttpRouter()
+_NO_BODY: dict[str, Any] = {}
+SPEC_RESPONSES = {
+    **responses(200, SpecDocument, "The document (gzip'd when accepted), or has_updates false", 404),
+    302: {"description": "Too large for a Lambda answer: a pre-signed S3 URL in Location.", **_NO_BODY},
+    304: {"description": "Unchanged since If-None-Match.", **_NO_BODY},
+}
+_TEXT = {"text/plain": {"schema": {"type": "string"}}}
+ID_LIST_RESPONSES = {
+    **responses(200, Accepted, "replaced below", 404),
+    200: {"description": "The whole file: `+<hash>` lines.", "content": _TEXT},
+    206: {"description": "The file from the Range's start on.", "content": _TEXT},
+    416: {"description": "A Range starting at or past the end of the file.", "content": _TEXT},
+}
 # A Lambda answer is at most 6 MB, base64 included: a larger document is a redirect to S3.
 MAX_INLINE_BYTES = 4 * 1024 * 1024
 
@@ -65,20 +84,29 @@ def _specs(version: int, file: str, since: int | None) -> Response[Any]:
         raise ServiceUnavailable(
             "The spec document is being built for the first time; retry in a few seconds."
         )
-    etag = document.etag
     if since is not None and since >= document.time:
         body = json.dumps({"has_updates": False, "time": document.time})
-        return Response(200, content_types.APPLICATION_JSON, body, headers={"ETag": etag})
+        return Response(200, content_types.APPLICATION_JSON, body)
+    gzipped = "gzip" in _headers().get("accept-encoding", "")
+    # One ETag per representation: the gzip'd bytes are S3's object, the plain ones differ.
+    etag = document.etag if gzipped else document.etag.rstrip('"') + '-identity"'
     if _headers().get("if-none-match") == etag:
-        return Response(304, content_types.APPLICATION_JSON, "", headers={"ETag": etag})
+        return Response(
+            304, content_types.APPLICATION_JSON, "", headers={"ETag": etag, "Vary": "Accept-Encoding"}
+        )
     if len(document.gz) > MAX_INLINE_BYTES:
         return Response(
             302, content_types.APPLICATION_JSON, "", headers={"Location": documents.presigned_url(version)}
         )
-    if "gzip" in _headers().get("accept-encoding", ""):
+    if gzipped:
         headers = {"ETag": etag, "Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
         return _json_bytes(200, document.gz, headers)
-    return _json_bytes(200, gzip.decompress(document.gz), {"ETag": etag, "Vary": "Accept-Encoding"})
+    plain = gzip.decompress(document.gz)
+    if len(plain) > MAX_INLINE_BYTES:  # uncompressed, it would not fit a Lambda answer
+        return Response(
+            302, content_types.APPLICATION_JSON, "", headers={"Location": documents.presigned_url(version)}
+        )
+    return _json_bytes(200, plain, {"ETag": etag, "Vary": "Accept-Encoding"})
 
 
 SinceTime = Annotated[
@@ -91,6 +119,7 @@ SinceTime = Annotated[
     "/v1/download_config_specs/<file>",
     tags=["SDK protocol"],
     summary="The spec document the Statsig server SDKs evaluate (v1 JSON); file = <server secret>.json",
+    responses=SPEC_RESPONSES,
 )
 def download_v1(file: str, sinceTime: SinceTime = None):
     return _specs(1, file, sinceTime)
@@ -100,6 +129,7 @@ def download_v1(file: str, sinceTime: SinceTime = None):
     "/v2/download_config_specs/<file>",
     tags=["SDK protocol"],
     summary="The same document in the shape the Rust core (statsig-python-core) reads",
+    responses=SPEC_RESPONSES,
 )
 def download_v2(
     file: str,
@@ -115,7 +145,10 @@ def download_v2(
 
 
 @router.post(
-    "/v1/get_id_lists", tags=["SDK protocol"], summary="The id lists of id-list segments, with file URLs"
+    "/v1/get_id_lists",
+    tags=["SDK protocol"],
+    summary="The id lists of id-list segments, with file URLs",
+    responses=responses(200, IdLists, "Each id list by name"),
 )
 def get_id_lists() -> dict[str, Any]:
     base = context.current().base_url
@@ -135,6 +168,7 @@ def get_id_lists() -> dict[str, Any]:
     "/v1/id_lists/<segment>/<file_id>",
     tags=["SDK protocol"],
     summary="An id-list file: `+<hash>` lines; honours `Range: bytes=N-`",
+    responses=ID_LIST_RESPONSES,
 )
 def id_list_file(segment: str, file_id: str):
     start = 0
@@ -149,16 +183,25 @@ def id_list_file(segment: str, file_id: str):
     if found is None:
         raise NotFound(f"No id-list file {segment}/{file_id}: ask get_id_lists for the current one.")
     data, size = found
+    if wanted and not data:  # a range from the end or past it: as S3 answers (the SDKs never ask)
+        error = RangeNotSatisfiable(f"Range: the file has {size} bytes; bytes={start}- holds none.")
+        return Response(
+            416,
+            content_types.APPLICATION_JSON,
+            json.dumps(error.body()),
+            headers={"Content-Range": f"bytes */{size}"},
+        )
     headers = {"Content-Length": str(len(data)), "Accept-Ranges": "bytes"}
     if wanted:
-        headers["Content-Range"] = f"bytes {start}-{max(start, size) - 1 if data else start}/{size}"
-    return Response(206 if wanted and data else 200, "text/plain", data, headers=headers)
+        headers["Content-Range"] = f"bytes {start}-{size - 1}/{size}"
+    return Response(206 if wanted else 200, "text/plain", data, headers=headers)
 
 
 @router.post(
     "/v1/log_event",
     tags=["SDK protocol"],
     summary="An SDK's event batch (gzip allowed): custom events, exposures, gate checks",
+    responses=responses(202, LogEventAccepted, "Stored, with what was skipped"),
 )
 def post_log_event() -> tuple[dict[str, Any], int]:
     return log_event.log_events(_raw_body(), _headers().get("content-encoding")), 202
@@ -168,6 +211,7 @@ def post_log_event() -> tuple[dict[str, Any], int]:
     "/v1/sdk_exception",
     tags=["SDK protocol"],
     summary="An SDK's own error report (point the SDK's error reporter here, not at Statsig's host)",
+    responses=responses(202, Accepted, "Logged"),
 )
 def sdk_exception() -> tuple[dict[str, Any], int]:
     log_event.report_exception(_raw_body())
@@ -181,31 +225,47 @@ def sdk_exception() -> tuple[dict[str, Any], int]:
     "/v1/check_gate",
     tags=["SDK protocol"],
     summary="A gate's value for a user, as the SDKs answer it (logs the exposure); gateNames for several",
+    responses=responses(200, CheckGateAnswer, "The answer (one, or each gate's by name)", 404),
 )
 def check_gate(body: CheckGateBody) -> GateAnswer | dict[str, GateAnswer]:
     if (body.gateName is None) == (body.gateNames is None):
         raise BadRequest.field("gateName", "send exactly one of gateName (one gate) or gateNames (several)")
     answers = evaluate.check_gates(
-        body.user, [body.gateName] if body.gateName else list(body.gateNames or [])
+        body.user,
+        [body.gateName] if body.gateName else list(body.gateNames or []),
+        several=body.gateNames is not None,
     )
     if body.gateName is not None:
         return GateAnswer(**answers[0])
     return {a["name"]: GateAnswer(**a) for a in answers}
 
 
-@router.post("/v1/get_config", tags=["SDK protocol"], summary="A dynamic config's value for a user")
+@router.post(
+    "/v1/get_config",
+    tags=["SDK protocol"],
+    summary="A dynamic config's value for a user",
+    responses=responses(200, ConfigAnswer, "The answer", 404),
+)
 def get_config(body: GetConfigBody) -> ConfigAnswer:
     return ConfigAnswer(**evaluate.get_config(body.user, body.configName, "config"))
 
 
 @router.post(
-    "/v1/get_experiment", tags=["SDK protocol"], summary="An experiment's group and values for a user"
+    "/v1/get_experiment",
+    tags=["SDK protocol"],
+    summary="An experiment's group and values for a user",
+    responses=responses(200, ConfigAnswer, "The answer", 404),
 )
 def get_experiment(body: GetExperimentBody) -> ConfigAnswer:
     return ConfigAnswer(**evaluate.get_config(body.user, body.experimentName, "experiment"))
 
 
-@router.post("/v1/get_layer", tags=["SDK protocol"], summary="A layer's values for a user")
+@router.post(
+    "/v1/get_layer",
+    tags=["SDK protocol"],
+    summary="A layer's values for a user",
+    responses=responses(200, LayerAnswer, "The answer", 404),
+)
 def get_layer(body: GetLayerBody) -> LayerAnswer:
     return LayerAnswer(**evaluate.get_layer(body.user, body.layerName))
 

@@ -66,6 +66,10 @@ Resources:
             FunctionArn: !GetAtt AuthorizerFunction.Arn
             EnableSimpleResponses: true
             Identity: {{Headers: [SERVICE-API-KEY], ReauthorizeEvery: 300}}
+          SdkKeys:
+            FunctionArn: !GetAtt AuthorizerFunction.Arn
+            EnableSimpleResponses: true
+            Identity: {{ReauthorizeEvery: 0}}
   AuthorizerFunction:
     Type: AWS::Serverless::Function
     Properties: {{CodeUri: {functions}/authorizer/, Handler: app.lambda_handler}}
@@ -85,6 +89,22 @@ Resources:
       Handler: app.lambda_handler
       Events:
         Ingest: {{Type: HttpApi, Properties: {{ApiId: !Ref Api, Method: POST, Path: {ingest}}}}}
+  SdkFunction:
+    Type: AWS::Serverless::Function
+    Properties:
+      CodeUri: {functions}/sdk/
+      Handler: app.lambda_handler
+      Events:
+        Specs:
+          Type: HttpApi
+          Properties:
+            ApiId: !Ref Api
+            Method: GET
+            Path: "/v1/download_config_specs/{{file}}"
+            Auth: {{Authorizer: SdkKeys}}
+        Log:
+          Type: HttpApi
+          Properties: {{ApiId: !Ref Api, Method: POST, Path: /v1/log_event, Auth: {{Authorizer: SdkKeys}}}}
   BoomFunction:
     Type: AWS::Serverless::Function
     Properties:
@@ -168,6 +188,10 @@ def test_no_key_or_hash_in_the_server_log_or_answers_whatever_the_outcome(served
         (send("ingest over 1 MiB", "POST", INGEST, server, b" " * (INGEST_MAX_BYTES + 1)), 413),
         (send("over 10 MiB", "POST", GATES, console, b" " * (GATEWAY_MAX_BYTES + 1)), 413),
         (send("boom", "GET", BOOM, console), 500),
+        # the SDK protocol carries the server secret in its path; no spec document is built here
+        (send("specs", "GET", f"/v1/download_config_specs/{server}.json", server), 503),
+        (send("specs, console key", "GET", f"/v1/download_config_specs/{console}.json", console), 403),
+        (send("sdk events", "POST", "/v1/log_event", server, json.dumps({"events": []})), 202),
     ]
     for exchange, expected in exchanges:
         assert exchange.status == expected, (exchange.what, exchange.status, exchange.body[:300])

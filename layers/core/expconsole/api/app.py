@@ -131,11 +131,11 @@ def build(
                 # The cause (operation and error code) is logged; the answer names neither.
                 logger.warning(
                     "Storage unavailable",
-                    extra={"path": event.get("rawPath"), "cause": aws.describe(exc)},
+                    extra={"path": loggable_path(event), "cause": aws.describe(exc)},
                     exc_info=True,
                 )
                 return _gateway_response(_unavailable(_method(event)), {"Retry-After": "1"})
-            logger.exception("Unhandled error", extra={"path": event.get("rawPath")})
+            logger.exception("Unhandled error", extra={"path": loggable_path(event)})
             return _gateway_response(_internal())
         finally:
             context.reset(token)
@@ -176,6 +176,11 @@ def accepted_query(route: Any) -> frozenset[str]:
             names.add(param.alias)
     _ACCEPTED[id(route)] = frozenset(names)
     return _ACCEPTED[id(route)]
+
+
+def loggable_path(event: dict[str, Any]) -> str:
+    """The request path with any key in it masked (the SDK protocol puts the key in its path)."""
+    return auth.mask_keys(str(event.get("rawPath") or ""))
 
 
 def _body_bytes(event: dict[str, Any]) -> int:

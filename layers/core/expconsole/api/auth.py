@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from typing import Any, Literal
 
@@ -21,6 +22,15 @@ HEADER = "service-api-key"
 SDK_HEADER = "statsig-api-key"
 PREFIX: dict[str, str] = {"console": "console-", "server": "secret-"}
 UNKNOWN = "unknown"
+
+
+_KEY_PATTERN = re.compile(r"\b(secret|console)-[A-Za-z0-9_\-]{8,}")
+
+
+def mask_keys(text: str) -> str:
+    """`text` with anything shaped like one of our keys masked, for logs (the SDK protocol puts the
+    server secret in its paths: `/v1/download_config_specs/<key>.json`)."""
+    return _KEY_PATTERN.sub(r"\1-***", text)
 
 
 def generate_key(kind: KeyKind) -> str:

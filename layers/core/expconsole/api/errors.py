@@ -60,5 +60,9 @@ class PayloadTooLarge(ApiError):
     status = 413
 
 
+class RangeNotSatisfiable(ApiError):
+    status = 416
+
+
 class ServiceUnavailable(ApiError):
     status = 503

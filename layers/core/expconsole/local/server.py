@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from expconsole.api.auth import KeyKind
+from expconsole.api.auth import KeyKind, mask_keys
 from expconsole.local.backend import (
     LOCAL_BUCKET,
     LOCAL_TABLE,
@@ -403,7 +403,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if not self.server.quiet:
             elapsed = (time.perf_counter() - started) * 1000
-            path = self.path.partition("?")[0]
+            path = mask_keys(self.path.partition("?")[0])
             sys.stderr.write(f"{self.command} {path} {response.status} {elapsed:.0f}ms\n")
             sys.stderr.flush()
 

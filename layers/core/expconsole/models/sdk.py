@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, RootModel, StringConstraints
 
 from expconsole.models.base import RequestModel, ResponseModel
 
@@ -65,3 +65,46 @@ class ConfigAnswer(ResponseModel):
 class LayerAnswer(ConfigAnswer):
     allocated_experiment_name: str | None
     explicit_parameters: list[str]
+
+
+class SpecDocument(ResponseModel):
+    """The `download_config_specs` document (the Statsig SDKs' shape; its specs are theirs to
+    read), or `{has_updates: false, time}` when nothing changed since `sinceTime`."""
+
+    time: int
+    has_updates: bool
+
+
+class IdList(ResponseModel):
+    name: str
+    size: int = Field(description="Bytes of the file; the SDK reads from what it has on (Range).")
+    url: str
+    creationTime: int
+    fileID: str
+
+
+class SkippedEvent(ResponseModel):
+    index: int
+    reason: str
+
+
+class LogEventAccepted(ResponseModel):
+    success: bool
+    accepted: int = Field(description="Events stored now.")
+    duplicates: int = Field(0, description="Events an identical earlier batch stored (a retry).")
+    dropped: int = Field(description="SDK-internal events (diagnostics) not stored.")
+    skipped: list[SkippedEvent] = Field(
+        description="Events that could not be stored, by index (at most 100)."
+    )
+
+
+class Accepted(ResponseModel):
+    success: bool
+
+
+class CheckGateAnswer(RootModel[GateAnswer | dict[str, GateAnswer]]):
+    """One gate's answer (`gateName`), or each gate's by name (`gateNames`)."""
+
+
+class IdLists(RootModel[dict[str, IdList]]):
+    """Each id list by its name (the id-list segment's id)."""

@@ -121,11 +121,12 @@ def config_answer(r: ConfigEvaluation | LayerEvaluation) -> dict[str, Any]:
     }
 
 
-def check_gates(user: dict[str, Any], names: list[str]) -> list[dict[str, Any]]:
+def check_gates(user: dict[str, Any], names: list[str], *, several: bool) -> list[dict[str, Any]]:
+    """`several`: the caller sent `gateNames` (an unknown name is named by its index there)."""
     ev = evaluator()
     normal = _user(ev, user)
     for index, name in enumerate(names):
-        _known(name, "gate", f"gateNames[{index}]" if len(names) > 1 else "gateName")
+        _known(name, "gate", f"gateNames[{index}]" if several else "gateName")
     results = [ev.check_gate(normal, name) for name in names]
     _log(ev, normal, results)
     return [gate_answer(r) for r in results]

@@ -105,8 +105,11 @@ def _user(raw: Any) -> dict[str, Any] | None:
 
 
 def _time(raw: Any, now_ms: int) -> int | None:
-    if isinstance(raw, bool) or not isinstance(raw, int | float):
+    """The event's time: receipt time when absent; None (skipped) when not a number of ms."""
+    if raw is None:
         return now_ms
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw != raw:
+        return None
     ts = int(raw)
     if ts < MIN_TIMESTAMP_MS or ts > now_ms + MAX_FUTURE_MS:
         return None
@@ -151,7 +154,12 @@ def map_events(events: list[Any], groups: Groups, now_ms: int) -> Mapped:
             continue
         ts = _time(raw.get("time"), now_ms)
         if ts is None:
-            out.skipped.append({"index": index, "reason": "time is not milliseconds since the epoch"})
+            out.skipped.append(
+                {
+                    "index": index,
+                    "reason": "time must be milliseconds since the epoch, from 2000 to a day ahead",
+                }
+            )
             continue
         meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
 
