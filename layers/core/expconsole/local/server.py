@@ -34,6 +34,7 @@ from expconsole.local.backend import (
     use_backend,
 )
 from expconsole.local.gateway import (
+    DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_CONCURRENCY,
     MAX_BODY_BYTES,
     Functions,
@@ -80,6 +81,7 @@ class LocalServer:
         stack_name: str = "expconsole",
         quiet: bool = False,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
     ) -> None:
         self.host = host
         self.port = port
@@ -90,6 +92,7 @@ class LocalServer:
         self.stack_name = stack_name
         self.quiet = quiet
         self.max_concurrency = max_concurrency
+        self.idle_seconds = idle_seconds
         self.backend: EmbeddedBackend | None = None
         self.table_name = ""
         self.bucket_name = ""
@@ -109,7 +112,7 @@ class LocalServer:
         """Returns once the server is listening; LocalError (or TemplateError) if it cannot start."""
         api = load_api(find_template(self._template))
         try:
-            gateway = Gateway(api, Functions(self.max_concurrency))
+            gateway = Gateway(api, Functions(self.max_concurrency, self.idle_seconds))
             self._httpd = _HttpServer((self.host, self.port), gateway, quiet=self.quiet)
         except OSError as exc:
             raise LocalError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from exc
