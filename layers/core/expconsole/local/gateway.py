@@ -315,6 +315,7 @@ class _Sandbox:
             "handler": function.handler_name,
             "memory": function.memory_mb,
             "timeout": function.timeout_s,
+            "environment": dict(function.environment),
         }
         limit = INIT_LIMIT_S + function.timeout_s
         self._request(message, limit, "initialising", f"did not initialise within {limit:g} s")

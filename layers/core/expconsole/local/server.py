@@ -120,6 +120,7 @@ class LocalServer:
         try:
             self._start_backend()
             self._undo.append(_setdefault_environ(api.environment))
+            self._start_lambda_api(api, gateway.functions)
             self.api_key, self.server_secret = self._keys()
         except BaseException:
             self.stop()
@@ -154,6 +155,24 @@ class LocalServer:
         if self.data_dir is not None and any(saved.get(n) != v for n, v in generated.items()):
             _save_keys(self.data_dir, {**saved, **generated})
         return chosen["consoleKey"], chosen["serverSecret"]
+
+    def _start_lambda_api(self, api: Any, functions: Functions) -> None:
+        """Lambda's Invoke API for functions that invoke one asynchronously (see lambda_api.py)."""
+        from expconsole.local.lambda_api import LambdaApi
+
+        by_name = {route.function.logical_id: route.function for route in api.routes}
+        lambda_api = LambdaApi(functions, by_name).start()
+        previous = os.environ.get("AWS_ENDPOINT_URL_LAMBDA")
+        os.environ["AWS_ENDPOINT_URL_LAMBDA"] = lambda_api.endpoint
+
+        def undo() -> None:
+            lambda_api.stop()
+            if previous is None:
+                os.environ.pop("AWS_ENDPOINT_URL_LAMBDA", None)
+            else:
+                os.environ["AWS_ENDPOINT_URL_LAMBDA"] = previous
+
+        self._undo.append(undo)
 
     def _start_backend(self) -> None:
         if self.use_aws:
