@@ -797,6 +797,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         help="sandboxes per function of the server this starts (its default: 10)",
     )
+    parser.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=10.0,
+        help="the server this starts stops sandboxes idle this long (its default: 120); the "
+        "workers and memory are printed after the burst and after that idle time (default: %(default)s)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures and checks to this file")
     args = parser.parse_args(argv)
     if args.server and not (args.api_key and args.server_secret):
@@ -957,6 +964,50 @@ def run(args: argparse.Namespace, server: Server, describe: str) -> int:
     return 1 if figures["verdict"] == "FAIL" else 0
 
 
+def _children(pid: int) -> list[int]:
+    """Direct child processes of `pid` (Linux /proc): the server's sandboxes."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+def _rss_mib(pids: Iterable[int]) -> float:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total / 1024
+
+
+def footprint(server_pid: int, idle_seconds: float) -> None:
+    """Workers (sandbox processes) and resident memory after the burst, then after the idle time
+    the server reaps them at; server and workers together. Linux only (/proc)."""
+    if not Path("/proc/self/stat").exists():
+        print("\nworkers and memory: not measured (needs Linux /proc)")
+        return
+    workers = _children(server_pid)
+    busy = (len(workers), _rss_mib([server_pid, *workers]))
+    wait = idle_seconds + min(5.0, idle_seconds / 4) + 2.0
+    print(f"\nworkers after the burst: {busy[0]}, resident memory {busy[1]:.0f} MiB; idling {wait:.0f} s...")
+    time.sleep(wait)
+    workers = _children(server_pid)
+    idle = (len(workers), _rss_mib([server_pid, *workers]))
+    ratio = idle[1] / busy[1] if busy[1] else 0.0
+    print(
+        f"workers after {wait:.0f} s idle: {idle[0]}, resident memory {idle[1]:.0f} MiB "
+        f"({ratio:.2f} of the burst's)",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.server:
@@ -966,7 +1017,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "layers" / "core"))
     from expconsole.local.process import ServeProcess
 
-    serve_args = ["--ephemeral", "--port", "0", "--quiet"]
+    serve_args = ["--ephemeral", "--port", "0", "--quiet", "--idle-seconds", f"{args.idle_seconds:g}"]
     if args.max_concurrency:
         serve_args += ["--max-concurrency", str(args.max_concurrency)]
     with tempfile.TemporaryDirectory(prefix="expconsole-load-") as tmp:
@@ -984,6 +1035,7 @@ def main(argv: list[str] | None = None) -> int:
                 Server(process.url, process.api_key, process.server_secret),
                 f"own server {process.url} (--max-concurrency {concurrency})",
             )
+            footprint(process.pid, args.idle_seconds)
         finally:
             process.stop()
         text = log.read_text(errors="replace")

@@ -95,7 +95,10 @@ def update_experiment(id: str, body: ExperimentUpdate) -> dict[str, Any]:
     responses=responses(200, ExperimentEnvelope, "Updated", 404, 409),
 )
 def patch_experiment(id: str, body: ExperimentPatch) -> dict[str, Any]:
-    return _warned(experiments.patch(id, body))
+    experiment = experiments.patch(id, body)
+    if {"primaryMetrics", "secondaryMetrics"} & body.model_fields_set:
+        return _warned(experiment)
+    return _updated(experiment)
 
 
 @router.delete(

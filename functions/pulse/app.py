@@ -1,9 +1,11 @@
 """The pulse pipeline: `load_pulse`, `pulse_load_history`, and the hourly schedule.
 
 Three kinds of invocation reach this function:
-- HTTP (API Gateway): `POST /console/v1/experiments/{id}/load_pulse` runs the load (or, in AWS,
-  where PULSE_INVOKE_ASYNC is set, queues it by invoking this function asynchronously and
-  answers at once); `GET .../pulse_load_history` lists the loads, newest first.
+- HTTP (API Gateway): `POST /console/v1/{experiments,holdouts}/{id}/load_pulse` queues the load
+  (PULSE_INVOKE_ASYNC: this function invokes itself asynchronously, in AWS and in the local
+  server alike) and answers 202 at once, or with `?wait=true` runs it and answers 200;
+  `GET .../pulse_load_history` lists the loads, newest first, a queued one `running` with its
+  `progress`.
 - `{"pulse": {...}}`: one queued load (from load_pulse or the schedule).
 - The EventBridge schedule (`detail-type: Scheduled Event`): every running experiment whose
   `scheduledReloadHour`/`scheduledReloadDays` match this hour, and every enabled holdout.
@@ -34,12 +36,17 @@ ONE = "/console/v1/experiments/<id>"
     f"{ONE}/load_pulse",
     tags=["Experiments"],
     summary="Load pulse: compute the experiment's results from its events",
-    responses=responses(200, LoadPulseEnvelope, "The load (finished, or queued in AWS)", 404),
+    responses=responses(202, LoadPulseEnvelope, "Queued (200 with ?wait=true: the finished load)", 404),
 )
 def load_pulse(
     id: str, query: Annotated[LoadPulseQuery, Query()], body: LoadPulseBody | None = None
-) -> dict[str, Any]:
-    return ok(*pulse_loads.request(id, body or LoadPulseBody()))
+) -> tuple[dict[str, Any], int]:
+    return _answer(pulse_loads.request(id, body or LoadPulseBody(), kinds.EXPERIMENT, query.wait))
+
+
+def _answer(outcome: tuple[str, dict[str, Any], bool]) -> tuple[dict[str, Any], int]:
+    message, record, queued = outcome
+    return ok(message, record), 202 if queued else 200
 
 
 @router.get(
@@ -60,12 +67,12 @@ HOLDOUT = "/console/v1/holdouts/<id>"
     f"{HOLDOUT}/load_pulse",
     tags=["Holdouts"],
     summary="Load pulse: compute the holdout's results from its events",
-    responses=responses(200, LoadPulseEnvelope, "The load (finished, or queued in AWS)", 404),
+    responses=responses(202, LoadPulseEnvelope, "Queued (200 with ?wait=true: the finished load)", 404),
 )
 def load_holdout_pulse(
     id: str, query: Annotated[LoadPulseQuery, Query()], body: LoadPulseBody | None = None
-) -> dict[str, Any]:
-    return ok(*pulse_loads.request(id, body or LoadPulseBody(), kinds.HOLDOUT))
+) -> tuple[dict[str, Any], int]:
+    return _answer(pulse_loads.request(id, body or LoadPulseBody(), kinds.HOLDOUT, query.wait))
 
 
 @router.get(

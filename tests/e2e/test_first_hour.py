@@ -385,3 +385,48 @@ def test_generated_keys_are_kept_in_the_data_dir_and_reused_and_can_be_deactivat
         assert requests.get(
             third.url + "/console/v1/gates", headers={"SERVICE-API-KEY": third.api_key}, timeout=30
         ).ok
+
+
+def test_load_pulse_is_queued_as_in_aws_and_history_shows_it_running_then_done(
+    api: ApiSession, server_api: ApiSession
+) -> None:
+    s = uid()
+    exp = ok(
+        api.post(
+            EXPERIMENTS,
+            json={
+                "name": f"async {s}",
+                "groups": GROUPS,
+                "primaryMetrics": [{"name": f"b_{s}", "type": "event_count"}],
+            },
+        ),
+        201,
+    )["data"]
+    start = ok(api.put(f"{EXPERIMENTS}/{exp['id']}/start"))["data"]["startTime"]
+    events = [
+        event(EXPOSURE, f"{s}-{i}", start + 1 + i, experiment=exp["id"], group="ctl" if i % 2 else "tst")
+        for i in range(20)
+    ]
+    while now_ms() <= start + 50:
+        time.sleep(0.05)
+    send(server_api, events)
+
+    queued = api.post(f"{EXPERIMENTS}/{exp['id']}/load_pulse", json={})
+    body = ok(queued, 202)  # accepted at once, as in AWS
+    assert body["data"]["running"] is True and body["data"]["finishedState"] is None
+    assert "pulse_load_history" in body["message"]
+    deadline = time.monotonic() + 180
+    seen_running = False
+    while True:
+        (record,) = ok(api.get(f"{EXPERIMENTS}/{exp['id']}/pulse_load_history"))["data"]
+        if record["running"]:
+            seen_running = True
+            assert record["finishedState"] is None
+        else:
+            break
+        assert time.monotonic() < deadline, record
+        time.sleep(0.2)
+    assert seen_running and record["finishedState"] == "success" and record["progress"] is None
+    assert record["createdTime"] == body["data"]["createdTime"]  # the queued load, finished
+    results = ok(api.get(f"{EXPERIMENTS}/{exp['id']}/pulse_results"))["data"]
+    assert results["ds"] is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -34,10 +35,16 @@ def load() -> ModuleType:
 def test_a_short_run_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     report = tmp_path / "load.json"
     command = [sys.executable, str(BENCH), "--clients", "3", "--seconds", "3", "--json", str(report)]
+    command += ["--idle-seconds", "6"]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "verdict: PASS" in result.stdout, output
+    # idle workers are reaped, as Lambda reclaims idle environments: none is left after the idle time
+    burst = re.search(r"workers after the burst: (\d+)", result.stdout)
+    idle = re.search(r"workers after \d+ s idle: (\d+)", result.stdout)
+    assert burst and idle, output
+    assert int(burst.group(1)) > 0 and int(idle.group(1)) == 0, output
     figures = json.loads(report.read_text())
     assert figures["verdict"] == "PASS" and figures["errors"] == 0, output
     # the run did something worth checking, and the checks looked at all of it

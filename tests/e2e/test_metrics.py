@@ -1369,7 +1369,8 @@ def test_every_route_needs_a_console_key(
     assert metrics.get(metric["id"]) == metric
 
 
-def test_unrouted_method_is_404(metrics: Metrics) -> None:
+def test_unrouted_method_is_405_with_allow(metrics: Metrics) -> None:
     metric = metrics.create("sum")
-    assert metrics.call("PATCH", path_of(metric["id"]), json={"description": "x"}).status_code == 404
+    resp = metrics.call("PATCH", path_of(metric["id"]), json={"description": "x"})
+    assert resp.status_code == 405 and "POST" in resp.headers["Allow"]
     assert metrics.get(metric["id"]) == metric

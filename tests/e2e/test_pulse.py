@@ -183,7 +183,7 @@ def test_pulse_results_equal_an_independent_computation(api: ApiSession, server_
         ok(server_api.post(WEBHOOK, json=events[i : i + 2000], timeout=60), 202)
 
     before = int(time.time() * 1000)
-    load = ok(api.post(f"{EXPERIMENTS}/{exp_id}/load_pulse", json={}, timeout=120))
+    load = ok(api.post(f"{EXPERIMENTS}/{exp_id}/load_pulse", params={"wait": "true"}, json={}, timeout=120))
     after = int(time.time() * 1000)
     assert load["message"] == "Pulse loaded."
     record = load["data"]

@@ -66,6 +66,14 @@ def _parser() -> argparse.ArgumentParser:
         help="sandboxes (worker processes) per function, as Lambda runs concurrent requests; more "
         "concurrent requests wait for a free one (default: %(default)s)",
     )
+    serve.add_argument(
+        "--idle-seconds",
+        type=_positive_float,
+        default=120.0,
+        metavar="S",
+        help="stop a sandbox idle this long, as Lambda reclaims idle environments; the next request "
+        "starts a new one (default: %(default)s)",
+    )
     _backend_arguments(serve)
     serve.add_argument("--ephemeral", action="store_true", help="start empty and write nothing to disk")
     serve.set_defaults(run=_serve, command="serve")
@@ -180,6 +188,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
 def _backend_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--aws", action="store_true", help="use the deployed table and bucket instead of moto"
@@ -210,6 +228,7 @@ def _serve(args: argparse.Namespace) -> int:
         stack_name=args.stack_name,
         quiet=args.quiet,
         max_concurrency=args.max_concurrency,
+        idle_seconds=args.idle_seconds,
     )
     try:
         server.start()

@@ -34,6 +34,9 @@ from expconsole.local.template import DEFAULT_ROUTE, Api, Authorizer, Function, 
 API_ID = "local"
 MAX_BODY_BYTES = 10 * 1024 * 1024
 DEFAULT_MAX_CONCURRENCY = 10
+# Lambda stops an execution environment idle for a while (minutes); the local server does the same
+# sooner, so a laptop does not keep a worker process per function and burst all day.
+DEFAULT_IDLE_SECONDS = 120.0
 INIT_LIMIT_S = 10.0  # Lambda's limit on a cold start, before the function's own Timeout applies
 
 _REPLY_GRACE_S = 0.5  # beyond the function's Timeout, for the reply to cross the pipe
@@ -279,6 +282,7 @@ class _Sandbox:
         )
         self.pid = self.process.pid
         self._started = time.monotonic()
+        self.idle_since = self._started
         self._cold_allowance = 0.0
         self._replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._reader = threading.Thread(
@@ -311,6 +315,7 @@ class _Sandbox:
             "handler": function.handler_name,
             "memory": function.memory_mb,
             "timeout": function.timeout_s,
+            "environment": dict(function.environment),
         }
         limit = INIT_LIMIT_S + function.timeout_s
         self._request(message, limit, "initialising", f"did not initialise within {limit:g} s")
@@ -450,12 +455,23 @@ class _Pool:
         with self._ready:
             keep = healthy and not self._closed and sandbox.process.poll() is None
             if keep:
+                sandbox.idle_since = time.monotonic()
                 self._idle.append(sandbox)
             else:
                 self._live.discard(sandbox)
             self._ready.notify()
         if not keep:
             sandbox.stop(grace=_STOP_GRACE_S if healthy else 0)
+
+    def reap(self, idle_before: float) -> list[_Sandbox]:
+        """Take out the sandboxes idle since before `idle_before` (monotonic), for the caller to stop."""
+        with self._ready:
+            stale = [sandbox for sandbox in self._idle if sandbox.idle_since < idle_before]
+            if stale:
+                self._idle = [sandbox for sandbox in self._idle if sandbox.idle_since >= idle_before]
+                self._live.difference_update(stale)
+                self._ready.notify_all()
+        return stale
 
     def close(self) -> list[_Sandbox]:
         """Refuse new invocations and hand over every sandbox, for the caller to stop."""
@@ -474,20 +490,44 @@ class Functions:
     A sandbox is a worker process (sandbox.py) that imports the function's module once and then
     serves one invocation at a time. Concurrent invocations of a function go to different
     sandboxes, started on demand up to `max_concurrency` per function; past that, they wait for
-    one to be free. Nothing starts before the first request, and idle sandboxes are reused.
+    one to be free. Nothing starts before the first request, and idle sandboxes are reused; one
+    idle for `idle_seconds` is stopped (as Lambda reclaims idle environments), and the next
+    request past the warm ones starts a new one.
 
     A handler that raises is a 500 and its sandbox stays warm; a sandbox that dies is a 500, one
     that runs past the function's Timeout (the first invocation after a cold start gets what the
     init left of Lambda's 10 s init limit on top) is killed and a 503; both are replaced on demand.
     """
 
-    def __init__(self, max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> None:
+    def __init__(
+        self, max_concurrency: int = DEFAULT_MAX_CONCURRENCY, idle_seconds: float = DEFAULT_IDLE_SECONDS
+    ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
+        if idle_seconds <= 0:
+            raise ValueError("idle_seconds must be positive")
         self.max_concurrency = max_concurrency
+        self.idle_seconds = idle_seconds
         self._lock = threading.Lock()
         self._pools: dict[Function, _Pool] = {}
         self._closed = False
+        self._stopping = threading.Event()
+        self._reaper: threading.Thread | None = None
+
+    def _reap(self) -> None:
+        """Stop sandboxes left idle for `idle_seconds`; checked a few times per period."""
+        while not self._stopping.wait(min(5.0, self.idle_seconds / 4)):
+            with self._lock:
+                pools = list(self._pools.values())
+            for pool in pools:
+                for sandbox in pool.reap(time.monotonic() - self.idle_seconds):
+                    sandbox.stop()
+
+    def live(self) -> int:
+        """Sandboxes (worker processes) running now, busy or idle."""
+        with self._lock:
+            pools = list(self._pools.values())
+        return sum(len(pool._live) for pool in pools)
 
     def invoke(self, function: Function, event: dict[str, Any], *, redact: Iterable[str] = ()) -> Any:
         """The handler's result; InvocationError when there is none.
@@ -500,6 +540,9 @@ class Functions:
             pool = self._pools.get(function)
             if pool is None:
                 pool = self._pools[function] = _Pool(function, self.max_concurrency)
+            if self._reaper is None:
+                self._reaper = threading.Thread(target=self._reap, name="sandbox-reaper", daemon=True)
+                self._reaper.start()
         return pool.invoke(event, list(redact))
 
     def close(self) -> None:
@@ -507,6 +550,7 @@ class Functions:
         with self._lock:
             self._closed = True
             pools = list(self._pools.values())
+        self._stopping.set()
         sandboxes = [sandbox for pool in pools for sandbox in pool.close()]
         for sandbox in sandboxes:
             sandbox.close()

@@ -47,6 +47,12 @@ class ServeProcess:
         self._stderr: IO[Any] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
 
+    @property
+    def pid(self) -> int:
+        """The server's process id (its sandboxes are its child processes)."""
+        assert self._process is not None, "not started"
+        return self._process.pid
+
     def start(self) -> ServeProcess:
         """Start the server and wait for its banner; RuntimeError (with its output) if it fails."""
         self._stderr = self.stderr_path.open("w") if self.stderr_path else None

@@ -17,7 +17,8 @@ Protocol: JSON objects, each preceded by its length (4 bytes, big-endian), read 
 worker's stdin and answered on its stdout. The worker moves those pipes aside at start, so
 whatever a handler prints (stdout or stderr) goes to the server's stderr, which is the log.
 
-    server -> worker  {"type": "init", "function", "module", "file", "handler", "memory", "timeout"}
+    server -> worker  {"type": "init", "function", "module", "file", "handler", "memory", "timeout",
+                       "environment"}
     worker -> server  {"type": "ready"}                 or {"type": "error", "error": {...}}
     server -> worker  {"type": "invoke", "event", "redact": [secrets]}
     worker -> server  {"type": "result", "result": ...} or {"type": "error", "error": {...}}
@@ -169,6 +170,9 @@ class _Worker:
         self.function = str(message["function"])
         self.memory_mb = int(message.get("memory", 128))
         self.timeout_s = float(message.get("timeout", 3))
+        # The function's own variables, and its name, as Lambda sets them.
+        os.environ.update({str(k): str(v) for k, v in (message.get("environment") or {}).items()})
+        os.environ["AWS_LAMBDA_FUNCTION_NAME"] = self.function
         path, handler_name = str(message["file"]), str(message["handler"])
         # The function's code folder comes first on sys.path, as Lambda's task root does.
         sys.path.insert(0, os.path.dirname(path))

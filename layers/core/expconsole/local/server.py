@@ -34,6 +34,7 @@ from expconsole.local.backend import (
     use_backend,
 )
 from expconsole.local.gateway import (
+    DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_CONCURRENCY,
     MAX_BODY_BYTES,
     Functions,
@@ -80,6 +81,7 @@ class LocalServer:
         stack_name: str = "expconsole",
         quiet: bool = False,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
     ) -> None:
         self.host = host
         self.port = port
@@ -90,6 +92,7 @@ class LocalServer:
         self.stack_name = stack_name
         self.quiet = quiet
         self.max_concurrency = max_concurrency
+        self.idle_seconds = idle_seconds
         self.backend: EmbeddedBackend | None = None
         self.table_name = ""
         self.bucket_name = ""
@@ -109,7 +112,7 @@ class LocalServer:
         """Returns once the server is listening; LocalError (or TemplateError) if it cannot start."""
         api = load_api(find_template(self._template))
         try:
-            gateway = Gateway(api, Functions(self.max_concurrency))
+            gateway = Gateway(api, Functions(self.max_concurrency, self.idle_seconds))
             self._httpd = _HttpServer((self.host, self.port), gateway, quiet=self.quiet)
         except OSError as exc:
             raise LocalError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from exc
@@ -117,6 +120,7 @@ class LocalServer:
         try:
             self._start_backend()
             self._undo.append(_setdefault_environ(api.environment))
+            self._start_lambda_api(api, gateway.functions)
             self.api_key, self.server_secret = self._keys()
             gateway.start()
         except BaseException:
@@ -152,6 +156,24 @@ class LocalServer:
         if self.data_dir is not None and any(saved.get(n) != v for n, v in generated.items()):
             _save_keys(self.data_dir, {**saved, **generated})
         return chosen["consoleKey"], chosen["serverSecret"]
+
+    def _start_lambda_api(self, api: Any, functions: Functions) -> None:
+        """Lambda's Invoke API for functions that invoke one asynchronously (see lambda_api.py)."""
+        from expconsole.local.lambda_api import LambdaApi
+
+        by_name = {route.function.logical_id: route.function for route in api.routes}
+        lambda_api = LambdaApi(functions, by_name).start()
+        previous = os.environ.get("AWS_ENDPOINT_URL_LAMBDA")
+        os.environ["AWS_ENDPOINT_URL_LAMBDA"] = lambda_api.endpoint
+
+        def undo() -> None:
+            lambda_api.stop()
+            if previous is None:
+                os.environ.pop("AWS_ENDPOINT_URL_LAMBDA", None)
+            else:
+                os.environ["AWS_ENDPOINT_URL_LAMBDA"] = previous
+
+        self._undo.append(undo)
 
     def _start_backend(self) -> None:
         if self.use_aws:

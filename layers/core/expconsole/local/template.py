@@ -56,6 +56,8 @@ class Function:
     handler_name: str
     memory_mb: int = 128
     timeout_s: int = 3
+    environment: tuple[tuple[str, str], ...] = ()
+    """The function's own variables (literals and parameter defaults), beside the global ones."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ def load_api(path: Path) -> Api:
             handler_name=handler_name,
             memory_mb=_number(props.get("MemorySize"), parameters, 128),
             timeout_s=_number(props.get("Timeout"), parameters, 3),
+            environment=tuple(sorted(_environment(resource.get("Properties") or {}, parameters).items())),
         )
 
     authorizers = {

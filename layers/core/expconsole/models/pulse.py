@@ -42,6 +42,12 @@ class LoadPulseQuery(BaseModel):
     )
 
 
+class LoadProgress(ResponseModel):
+    step: str = Field(description="What the pipeline does now (`events <day>`, `results <day>`, `done`).")
+    done: int
+    total: int
+
+
 class PulseLoad(ResponseModel):
     creatorName: str
     createdTime: int
@@ -52,6 +58,10 @@ class PulseLoad(ResponseModel):
     reloadType: ReloadType
     turboMode: bool
     message: str | None = Field(None, description="Why a load failed.")
+    running: bool = Field(False, description="True until the load finishes (finishedState set).")
+    progress: LoadProgress | None = Field(
+        None, description="While running: the pipeline's step and how far it is (null otherwise)."
+    )
 
 
 class LoadPulseEnvelope(ResponseModel):

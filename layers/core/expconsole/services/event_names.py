@@ -21,7 +21,7 @@ from expconsole import kinds
 from expconsole.models.metrics import lineage, split_id
 from expconsole.store import dynamo, event_counters
 
-NEARBY_DAYS = 31
+NEARBY_DAYS = 14
 CLOSEST = 3
 _MAX_DEPTH = 8  # components of components: metrics form no cycles (services.metrics), this bounds reads
 
@@ -52,18 +52,35 @@ def unlogged(names: list[str]) -> list[str]:
     return [name for name in dict.fromkeys(names) if not event_counters.for_event(name)]
 
 
-def closest(name: str, today: datetime | None = None) -> list[str]:
-    """Up to CLOSEST logged event names like `name` (difflib's ratio), from recent days' counters."""
+def recent_names(today: datetime | None = None) -> list[str]:
+    """Event names the counters saw in the last NEARBY_DAYS days (one query per day)."""
     today = today or datetime.now(UTC)
     seen: set[str] = set()
     for offset in range(-1, NEARBY_DAYS):
         day = (today - timedelta(days=offset)).date().isoformat()
         seen.update(str(item["name"]) for item in event_counters.for_day(day) if item.get("name"))
-    return difflib.get_close_matches(name, sorted(seen), n=CLOSEST, cutoff=0.5)
+    return sorted(seen)
 
 
-def _warning(field: str, event: str) -> dict[str, Any]:
-    near = closest(event)
+def closest(name: str, names: list[str]) -> list[str]:
+    """Up to CLOSEST of `names` like `name` (difflib's ratio)."""
+    return difflib.get_close_matches(name, names, n=CLOSEST, cutoff=0.5)
+
+
+class _Warnings:
+    """Warnings of one request: the recent names are read once, and only if some event is unknown."""
+
+    def __init__(self) -> None:
+        self._names: list[str] | None = None
+        self.items: list[dict[str, Any]] = []
+
+    def add(self, field: str, event: str) -> None:
+        if self._names is None:
+            self._names = recent_names()
+        self.items.append(_warning(field, event, closest(event, self._names)))
+
+
+def _warning(field: str, event: str, near: list[str]) -> dict[str, Any]:
     hint = f"; closest logged: {', '.join(near)}" if near else "; no logged event name is close"
     return {
         "field": field,
@@ -78,23 +95,25 @@ def _warning(field: str, event: str) -> dict[str, Any]:
 
 def metric_warnings(definition: dict[str, Any]) -> list[dict[str, Any]]:
     """Warnings for a stored or about-to-be-stored metric whose events were never logged."""
-    return [_warning(definition.get("id") or "metric", e) for e in unlogged(definition_events(definition))]
+    warnings = _Warnings()
+    for event in unlogged(definition_events(definition)):
+        warnings.add(definition.get("id") or "metric", event)
+    return warnings.items
 
 
 def experiment_warnings(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Warnings for an experiment's metrics that count events never logged."""
-    out: list[dict[str, Any]] = []
+    warnings = _Warnings()
     warned: set[str] = set()
     for field in ("primaryMetrics", "secondaryMetrics"):
         for index, ref in enumerate(doc.get(field) or []):
             if not isinstance(ref, dict):
                 continue
             mid = f"{ref.get('name')}::{ref.get('type')}"
-            for event in unlogged(metric_events(mid)):
-                if event not in warned:
-                    warned.add(event)
-                    out.append(_warning(f"{field}[{index}]", event))
-    return out
+            for event in unlogged([e for e in metric_events(mid) if e not in warned]):
+                warned.add(event)
+                warnings.add(f"{field}[{index}]", event)
+    return warnings.items
 
 
 def unlogged_metrics(metric_ids: list[str]) -> list[str]:

@@ -1,9 +1,11 @@
 """Pulse loads as the API and the schedule ask for them: validate, run or queue, list history.
 
-In AWS a load is asynchronous: `PULSE_INVOKE_ASYNC` (set on the pulse function in template.yaml)
+A load is asynchronous: `PULSE_INVOKE_ASYNC` (set on the pulse function in template.yaml)
 makes `load_pulse` record a queued load and invoke the function itself with `{"pulse": ...}`
-(InvocationType Event), then answer at once. The local server does not set it (it passes only
-the template's global environment), so there a load runs within the request and the answer
+(InvocationType Event), then answer 202 at once; the run writes its progress into that record,
+so `pulse_load_history` shows it `running` with `progress` until it finishes. The local server
+does the same (it passes the function its variables and serves Lambda's Invoke API:
+local/lambda_api.py). `?wait=true` runs the load within the request instead, and the answer
 carries its outcome. The pipeline itself (services.pulse.run, numpy and pyarrow) is imported
 only when a load runs.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import time
 import uuid
 from typing import Any
 
@@ -36,8 +39,11 @@ def _async() -> bool:
     )
 
 
-def request(exp_id: str, body: LoadPulseBody, kind: str = kinds.EXPERIMENT) -> tuple[str, dict[str, Any]]:
-    """Load (or queue) pulse for one experiment or holdout; (message, the load's history record)."""
+def request(
+    exp_id: str, body: LoadPulseBody, kind: str = kinds.EXPERIMENT, wait: bool = False
+) -> tuple[str, dict[str, Any], bool]:
+    """Load (or queue) pulse for one experiment or holdout; (message, the load's history record,
+    whether it was queued). `wait` runs it within the request, as scripts may want."""
     if kind == kinds.HOLDOUT:
         doc = entities.load(kinds.HOLDOUT, exp_id)
         metric_ids = experiment_metric_ids({"primaryMetrics": doc.get("monitoringMetrics") or []})
@@ -69,12 +75,15 @@ def request(exp_id: str, body: LoadPulseBody, kind: str = kinds.EXPERIMENT) -> t
         "runID": uuid.uuid4().hex[:12],
         "createdTime": entities.now_ms(),
     }
-    if _async():
+    if _async() and not wait:
         record = _queued_record(doc, job)
+        job["record"] = record
         pulse_runs.put(kind, exp_id, job["runID"], record)
         _invoke(job)
-        return f"{kinds.LABEL[kind]} is loading.", record
-    return "Pulse loaded.", _run(job)
+        where = f"{kinds.LABEL[kind].lower()}s/{exp_id}/pulse_load_history"
+        message = f"{kinds.LABEL[kind]} is loading: follow it in {where} (running, progress)."
+        return message, _presented(record), True
+    return "Pulse loaded.", _presented(_run(job)), False
 
 
 def _creator() -> str:
@@ -97,6 +106,34 @@ def _queued_record(doc: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
         "reloadType": job["refresh"],
         "turboMode": job["turboMode"],
     }
+
+
+def _presented(record: dict[str, Any]) -> dict[str, Any]:
+    """A history record as the API shows it: `running` until it finishes, with its `progress`."""
+    running = record.get("finishedState") is None
+    return {**record, "running": running, "progress": record.get("progress") if running else None}
+
+
+PROGRESS_EVERY_S = 1.0
+
+
+def _progress_writer(job: dict[str, Any]) -> Any:
+    """A progress callback for the pipeline that records the step in the queued load's history
+    record (at most once a second): what `pulse_load_history` shows while it runs."""
+    queued = job.get("record")
+    if not queued:
+        return None
+    last = [0.0]
+
+    def progress(step: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - last[0] < PROGRESS_EVERY_S and done < total:
+            return
+        last[0] = now
+        record = {**queued, "progress": {"step": step, "done": done, "total": total}}
+        pulse_runs.put(job["kind"], job["id"], job["runID"], record)
+
+    return progress
 
 
 def _invoke(job: dict[str, Any]) -> None:
@@ -126,6 +163,7 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
             creator=job.get("creator", "Console API"),
             run_id=job.get("runID"),
             created=job.get("createdTime"),
+            progress=_progress_writer(job),
         )
     except (BotoCoreError, ClientError) as exc:
         logger.warning("Storage failed during a pulse load", exc_info=True)
@@ -145,9 +183,8 @@ def history(
     exp_id: str, page: int, limit: int, path: str, raw_query: str, kind: str = kinds.EXPERIMENT
 ) -> tuple[list[Any], dict[str, Any]]:
     entities.load(kind, exp_id)
-    return paginate(
-        pulse_runs.list_runs(kind, exp_id), page=page, limit=limit, path=path, raw_query=raw_query
-    )
+    runs = [_presented(record) for record in pulse_runs.list_runs(kind, exp_id)]
+    return paginate(runs, page=page, limit=limit, path=path, raw_query=raw_query)
 
 
 def due(now_ms: int, every_hour: bool = False) -> list[tuple[str, str]]:

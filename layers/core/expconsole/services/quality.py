@@ -156,10 +156,13 @@ def quality_score(doc: Doc) -> Doc:
                 "weight": entry["weight"],
             }
     kept = [c for c in criteria.values() if c["weight"] > 0]
-    total = math.fsum(c["weight"] for c in kept)
-    if not kept or total <= 0:
+    if not kept:
         return {"score": 0, "breakdown": []}
-    weights = [c["weight"] * 100 / total for c in kept]
+    # Scaled by the largest first: weights near the float maximum would overflow a plain sum.
+    top = max(c["weight"] for c in kept)
+    shares = [c["weight"] / top for c in kept]
+    total = math.fsum(shares)
+    weights = [share * 100 / total for share in shares]
     score = math.fsum(w * c["score"] for w, c in zip(weights, kept, strict=True)) / 100
     breakdown = [
         {**c, "score": _shown(c["score"]), "weight": _shown(w)} for w, c in zip(weights, kept, strict=True)
