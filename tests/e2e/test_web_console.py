@@ -111,10 +111,12 @@ def ok(resp: Any, status: int = 200) -> dict[str, Any]:
     return resp.json()
 
 
-# --- sign-in, static files ------------------------------------------------------------------------------------
+# --- sign-in, static files ---------------------------------------------------------------------------
 
 
-def test_sign_in_refuses_a_wrong_key_and_keeps_the_key_out_of_urls(browser: Browser, server: ServeProcess) -> None:
+def test_sign_in_refuses_a_wrong_key_and_keeps_the_key_out_of_urls(
+    browser: Browser, server: ServeProcess
+) -> None:
     context = browser.new_context()
     page = context.new_page()
     ui = Console(page, server.url)
@@ -148,11 +150,8 @@ def test_static_files_are_public_typed_and_confined(api: ApiSession) -> None:
     for path in ("/ui/..%2f__init__.py", "/ui/__init__.py", "/ui/vendor/VENDORED.md", "/ui/nope.js"):
         assert api.get(path).status_code == 404, path
     # first load: every script the page loads, under 300 KB
-    scripts = ["/ui/vendor/uPlot.iife.min.js"] + [
-        f"/ui/js/{name}"
-        for name in ("main.js", "api.js", "ui.js", "experiments.js", "results.js", "chart.js", "gates.js")
-        + ("events.js", "holdouts.js")
-    ]
+    modules = ("main", "api", "ui", "experiments", "results", "chart", "gates", "events", "holdouts")
+    scripts = ["/ui/vendor/uPlot.iife.min.js", *(f"/ui/js/{name}.js" for name in modules)]
     assert sum(len(api.get(s).content) for s in scripts) < 300 * 1024
 
 
@@ -216,7 +215,7 @@ def test_experiment_list_filters_by_text_and_status(console: Console, api: ApiSe
     console.shot("experiments")
 
 
-# --- results --------------------------------------------------------------------------------------------------
+# --- results -----------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -224,14 +223,23 @@ def seeded(server: ServeProcess) -> dict[str, Any]:
     """An experiment started three days ago: revenue doubled in `test`, page views unchanged."""
     s = uid()
     buy, view = f"buy_{s}", f"view_{s}"
-    with ApiSession(server.url, server.api_key) as api, ApiSession(server.url, server.server_secret) as ingest:
+    with (
+        ApiSession(server.url, server.api_key) as api,
+        ApiSession(server.url, server.server_secret) as ingest,
+    ):
         revenue = {"name": f"revenue {s}", "type": "sum", "metricEvents": [{"name": buy}]}
         ok(api.post("/console/v1/metrics", json=revenue), 201)
         body = {
             "name": f"web results {s}",
-            "groups": [{"name": "Control", "id": "ctl", "size": 50}, {"name": "Test", "id": "test", "size": 50}],
+            "groups": [
+                {"name": "Control", "id": "ctl", "size": 50},
+                {"name": "Test", "id": "test", "size": 50},
+            ],
             "controlGroupID": "ctl",
-            "primaryMetrics": [{"name": revenue["name"], "type": "sum"}, {"name": view, "type": "event_count"}],
+            "primaryMetrics": [
+                {"name": revenue["name"], "type": "sum"},
+                {"name": view, "type": "event_count"},
+            ],
         }
         exp = ok(api.post(EXPERIMENTS, json=body), 201)["data"]
         ok(api.put(f"{EXPERIMENTS}/{exp['id']}/start"))
@@ -262,26 +270,38 @@ def _backdate_start(server: ServeProcess, exp_id: str, days: int) -> int:
 
 
 def _population(exp_id: str, buy: str, view: str, start: int, now: int) -> list[dict[str, Any]]:
-    rng = np.random.default_rng(17)
+    """Units in pairs, one per group, with the same page views (before and after exposure): the
+    view count's difference is zero by construction, whatever the draws. Revenue: each unit's own
+    purchase, at twice the price in `test`. Counts and values come from a seeded generator, times
+    from another (the time span differs from run to run and must not change the values)."""
+    values, times = np.random.default_rng(17), np.random.default_rng(18)
     out: list[dict[str, Any]] = []
 
     def add(user: str, name: str, ts: int, value: float | None = None, **metadata: Any) -> None:
-        event: dict[str, Any] = {"event": name, "user": {"userID": user}, "timestamp": int(ts), "metadata": metadata}
+        event: dict[str, Any] = {
+            "event": name,
+            "user": {"userID": user},
+            "timestamp": int(ts),
+            "metadata": metadata,
+        }
         if value is not None:
             event["value"] = value
         out.append(event)
 
-    for i in range(400):
-        user, group, lam = f"u{i}-{exp_id}", ("ctl", "test")[i % 2], float(rng.gamma(2.0, 1.5))
-        for _ in range(rng.poisson(3 * lam)):  # pre-period views: the CUPED covariate of the view count
-            add(user, view, start - int(rng.integers(1, 6 * DAY_MS)))
-        exposed = start + int(rng.integers(0, now - start - 3_600_000))
-        add(user, EXPOSURE, exposed, experiment=exp_id, group=group)
-        for _ in range(rng.poisson(lam)):
-            add(user, view, exposed + int(rng.integers(1, now - exposed)))
-        if rng.random() < 0.6:
-            price = float(rng.lognormal(3.0, 0.4)) * (2.0 if group == "test" else 1.0)
-            add(user, buy, exposed + int(rng.integers(1, now - exposed)), round(price, 2))
+    for pair in range(200):
+        lam = float(values.gamma(2.0, 1.5))
+        pre_views, views = int(values.poisson(3 * lam)), int(values.poisson(lam))
+        for group in ("ctl", "test"):
+            user = f"u{pair}{group}-{exp_id}"
+            for _ in range(pre_views):  # the CUPED covariate of the view count
+                add(user, view, start - int(times.integers(1, 6 * DAY_MS)))
+            exposed = start + int(times.integers(0, now - start - 3_600_000))
+            add(user, EXPOSURE, exposed, experiment=exp_id, group=group)
+            for _ in range(views):
+                add(user, view, exposed + int(times.integers(1, now - exposed)))
+            if values.random() < 0.6:
+                price = float(values.lognormal(3.0, 0.4)) * (2.0 if group == "test" else 1.0)
+                add(user, buy, exposed + int(times.integers(1, now - exposed)), round(price, 2))
     return out
 
 
@@ -309,7 +329,10 @@ def test_results_page_shows_the_known_effect_and_the_apis_cuped_interval(
     for metric, row in rows.items():  # the page shows the API's default (CUPED on) interval
         interval = answer[metric]["percent_confidence_interval"]
         assert (float(row["lower"]), float(row["upper"])) == (interval["lower"], interval["upper"])
-    expect(page.locator(f'tr[data-metric="{seeded["revenue"]}"] td.ci')).to_contain_text("Significant increase")
+    expect(page.locator(f'tr[data-metric="{seeded["revenue"]}"] td.ci')).to_contain_text(
+        "Significant increase"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # fits 1280 px
     console.shot("results")
 
     page.get_by_label("CUPED").uncheck()
@@ -318,7 +341,10 @@ def test_results_page_shows_the_known_effect_and_the_apis_cuped_interval(
     off_answer = {e["metricID"]: e["percent_confidence_interval"] for e in off["primaryMetrics"]}
     rows_off = _rows(page)
     for metric, row in rows_off.items():
-        assert (float(row["lower"]), float(row["upper"])) == (off_answer[metric]["lower"], off_answer[metric]["upper"])
+        assert (float(row["lower"]), float(row["upper"])) == (
+            off_answer[metric]["lower"],
+            off_answer[metric]["upper"],
+        )
     # the pre-period views make CUPED narrow the view count's interval: the switch really changed it
     on_views = answer[seeded["views"]]["percent_confidence_interval"]
     assert (off_answer[seeded["views"]]["lower"], off_answer[seeded["views"]]["upper"]) != (
@@ -334,7 +360,9 @@ def test_results_page_shows_the_known_effect_and_the_apis_cuped_interval(
     expect(page.locator("#load-history tbody tr")).to_have_count(1)
 
 
-def test_effect_over_time_has_one_point_per_result_day(console: Console, api: ApiSession, seeded: dict[str, Any]) -> None:
+def test_effect_over_time_has_one_point_per_result_day(
+    console: Console, api: ApiSession, seeded: dict[str, Any]
+) -> None:
     page, exp_id = console.page, seeded["id"]
     series = ok(
         api.get(f"{EXPERIMENTS}/{exp_id}/pulse_results/days", params={"control": "ctl", "test": "test"})
@@ -382,7 +410,9 @@ def test_gates_list_filters_and_a_gate_reads_in_words(console: Console, api: Api
         "passPercentage": 25,
         "conditions": [{"type": "country", "operator": "any", "targetValue": ["US", "CA"]}],
     }
-    wanted = ok(api.post("/console/v1/gates", json={"name": f"gate {uid()}", "tags": [tag], "rules": [rule]}), 201)
+    wanted = ok(
+        api.post("/console/v1/gates", json={"name": f"gate {uid()}", "tags": [tag], "rules": [rule]}), 201
+    )
     ok(api.post("/console/v1/gates", json={"name": f"gate {uid()}", "tags": [other]}), 201)
     page = console.page
     console.open("gates")
@@ -429,7 +459,9 @@ def test_events_page_charts_daily_counts_and_lists_metrics(console: Console, see
 
 
 def test_holdouts_pages(console: Console, api: ApiSession) -> None:
-    holdout = ok(api.post("/console/v1/holdouts", json={"name": f"holdout {uid()}", "passPercentage": 10}), 201)
+    holdout = ok(
+        api.post("/console/v1/holdouts", json={"name": f"holdout {uid()}", "passPercentage": 10}), 201
+    )
     page = console.page
     console.open("holdouts")
     expect(page.get_by_role("link", name=holdout["data"]["name"])).to_be_visible()

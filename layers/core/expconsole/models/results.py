@@ -216,7 +216,9 @@ class ResultSeriesMetric(ResponseModel):
     metricName: str
     directionality: str
     category: Literal["primary", "secondary", "other"]
-    points: list[ResultSeriesPoint] = Field(description="Oldest day first; a day without the metric is absent.")
+    points: list[ResultSeriesPoint] = Field(
+        description="Oldest day first; a day without the metric is absent."
+    )
 
 
 class ExperimentResultSeries(ResponseModel):

@@ -27,7 +27,8 @@ SECURITY_HEADERS = {
     # uPlot sizes its canvas through element.style (CSSOM, allowed); no inline script anywhere.
     "Content-Security-Policy": (
         "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-        "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+        "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "form-action 'self'"
     ),
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -59,8 +60,11 @@ def _error(status: int, message: str, extra: dict[str, str] | None = None) -> di
 def static_response(method: str, path: str | None, headers: dict[str, str]) -> dict[str, Any]:
     """The payload-2.0 response for `GET /` (path None) or `GET /ui/<path>`."""
     if method.upper() not in ("GET", "HEAD"):
-        return _error(405, f"{method} is not allowed here: the console's files are read with GET.",
-                      {"Allow": "GET, HEAD"})
+        return _error(
+            405,
+            f"{method} is not allowed here: the console's files are read with GET.",
+            {"Allow": "GET, HEAD"},
+        )
     relative = INDEX if path is None else path
     found = _read(relative)
     if found is None:

@@ -12,11 +12,13 @@ export function lineChart(box, points, label) {
       { label: "lower", stroke: "rgba(11,87,208,0.35)", points: { show: false } });
     bands.push({ series: [2, 3], fill: "rgba(11,87,208,0.15)" });
   }
-  const width = Math.max(280, Math.min(box.clientWidth || 600, 1200));
+  const width = Math.max(260, Math.min(box.clientWidth || 600, 1200));
   const plot = new window.uPlot({
-    width, height: 200, series, bands,
+    width, height: 200, series, bands, padding: [12, 48, 0, 0],
     scales: { x: { time: true } },
-    axes: [{}, { label, size: 60 }],
+    // one tick a day at most, labelled by its UTC date: the points are result days
+    axes: [{ space: 90, incrs: [86400, 2 * 86400, 7 * 86400, 30 * 86400],
+      values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(0, 10)) }, { label, size: 60 }],
     legend: { show: true },
   }, data, box);
   box.dataset.points = String(plot.data[0].length);

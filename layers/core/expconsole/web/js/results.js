@@ -126,6 +126,8 @@ export async function resultsPage(params, query) {
     const box = el("figure.chart", { dataset: { metric: metric.metricID } }, el("figcaption", {}, metric.metricName));
     charts.append(box);
     lineChart(box, metric.points.map((p) => ({ ds: p.ds, y: p.percent_change, lower: intervalOf(p).lower, upper: intervalOf(p).upper })), "% change");
+    const empty = metric.points.filter((p) => p.percent_change === null).map((p) => p.ds);
+    if (empty.length) box.append(el("p.muted", {}, `No figure (too few units) on ${empty.join(", ")}.`));
     box.append(pointsTable(metric, intervalOf));
   }
   if (!series.data.metrics.length) charts.append(el("p", {}, series.message));
