@@ -14,7 +14,7 @@ export async function eventsPage(params, query) {
   const list = el("ul", { id: "event-names" }, names.map((n) => el("li", {},
     el("a", { href: `#/events/${encodeURIComponent(n)}?days=${days}`, "aria-current": n === selected ? "true" : null }, n))));
   const detail = el("section", { id: "event-detail", "aria-live": "polite" });
-  mount(el("h1", {}, "Events"), el("div.row", {}, field("Seen in the", daysSelect)),
+  mount(el("h1", {}, "Events"), el("div.row", {}, field("Events seen in the", daysSelect)),
     el("div.row", { style: null }, el("nav.panel", { "aria-label": "Event names" }, names.length ? list : el("p", {}, "No events in this period.")), detail));
   if (!selected) return;
   const enc = encodeURIComponent(selected);

@@ -76,8 +76,8 @@ export function lineDiff(a, b) {
   let i = 0, j = 0;
   while (i < m || j < n) {
     if (i < m && j < n && x[i] === y[j]) { out.push([" ", x[i]]); i++; j++; }
-    else if (j < n && (i >= m || t[i][j + 1] >= t[i + 1][j])) { out.push(["+", y[j]]); j++; }
-    else { out.push(["-", x[i]]); i++; }
+    else if (i < m && (j >= n || t[i + 1][j] >= t[i][j + 1])) { out.push(["-", x[i]]); i++; }
+    else { out.push(["+", y[j]]); j++; }
   }
   return out;
 }
