@@ -44,6 +44,9 @@ DAY_MS = 86_400_000
 WEBHOOK = "/v1/webhooks/event_webhook"
 EXPERIMENTS = "/console/v1/experiments"
 
+# A function's first request starts its sandbox: on a busy machine that takes seconds.
+expect.set_options(timeout=30_000)
+
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="run `make chromium` (Debian's chromium)")
 
 
@@ -194,6 +197,20 @@ def test_create_through_the_form_shows_the_apis_field_error_then_creates(
     page.get_by_role("button", name="Start").click()
     expect(page.get_by_role("heading", name=name)).to_contain_text("active")
     console.shot("experiment")
+    # edit: the design is locked once started, the hypothesis is not
+    page.get_by_role("link", name="Edit").click()
+    page.get_by_label("Group 2 size (percent)").fill("60")
+    page.get_by_label("Group 1 size (percent)").fill("40")
+    page.get_by_role("button", name="Save").click()
+    expect(page.locator(".field-error:visible")).to_contain_text("groups")
+    console.no_errors(expected_statuses=(400,))
+    page.get_by_label("Group 2 size (percent)").fill("50")
+    page.get_by_label("Group 1 size (percent)").fill("50")
+    page.get_by_label("Hypothesis").fill("Checkout in one page sells more.")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_role("heading", name=name)).to_be_visible()
+    saved = ok(api.get(f"{EXPERIMENTS}/{created[0]['id']}"))["data"]
+    assert saved["hypothesis"] == "Checkout in one page sells more." and saved["version"] == 3
 
 
 def test_experiment_list_filters_by_text_and_status(console: Console, api: ApiSession) -> None:

@@ -358,7 +358,13 @@ def test_banner_prints_the_urls_and_both_keys(server: ServeProcess) -> None:
 
 
 def test_unknown_route_and_unrouted_method_are_404(server: ServeProcess) -> None:
-    unrouted = [("GET", "/nope"), ("GET", "/console/v1/gatesx"), ("DELETE", GATES), ("GET", "/")]
+    unrouted = [
+        ("GET", "/nope"),
+        ("GET", "/console/v1/gatesx"),
+        ("DELETE", GATES),
+        ("POST", "/"),
+        ("GET", "/ui/"),
+    ]
     # Methods http.server has no handler for are the gateway's to answer too (not a bare 501).
     unrouted += [("TRACE", GATES), ("CONNECT", GATES), ("QUERY", GATES)]
     for method, path in unrouted:

@@ -165,6 +165,7 @@ class LocalServer:
             replayed = self.backend.replayed if self.backend else 0
             data = f"Data: {_display(self.data_dir)}/ (ephemeral: no; {replayed} writes replayed)"
         lines = [
+            f"Web console:  {self.url}/",
             f"Console API:  {self.url}/console/v1",
             f"Ingestion:    {self.url}/v1/webhooks/event_webhook",
             f"Console key (SERVICE-API-KEY):   {self.api_key}",
