@@ -13,7 +13,7 @@ ifdef SERVER_SECRET
 SERVE_ARGS += --server-secret $(SERVER_SECRET)
 endif
 
-.PHONY: install install-sam serve test test-fast lint format openapi bench bench-pulse bench-load bench-sdk clean
+.PHONY: install install-sam chromium serve test test-fast lint format openapi bench bench-pulse bench-load bench-sdk clean
 
 install: $(VENV)/.installed
 
@@ -32,10 +32,17 @@ $(SAM_VENV)/.installed:
 	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli>=1.120'
 	touch $@
 
+# The web console's browser tests drive Debian's chromium through Playwright (never `playwright install`).
+CHROMIUM := /usr/bin/chromium
+chromium: $(CHROMIUM)
+
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
+
 serve: install
 	$(BIN)/expconsole serve --host $(HOST) --port $(PORT) $(SERVE_ARGS)
 
-test: install install-sam
+test: install install-sam chromium
 	$(BIN)/ruff check .
 	SAM_CLI=$(abspath $(SAM_VENV))/bin/sam $(BIN)/python -m pytest -n auto
 

@@ -30,7 +30,7 @@ _ASSETS = {
     "swagger-ui-bundle.js": "application/javascript; charset=utf-8",
     "swagger-ui.css": "text/css; charset=utf-8",
 }
-# Routes this function answers itself, beside the document's.
+# Routes this function answers itself, beside the document's (and `/`, the web console's).
 _OWN = {"/": {"GET"}, "/docs": {"GET"}, "/openapi.json": {"GET"}, "/health": {"GET"}}
 _OWN.update({f"/docs/{name}": {"GET"} for name in _ASSETS})
 _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
@@ -111,21 +111,6 @@ def _openapi(event: dict[str, Any]) -> dict[str, Any]:
     return _json(200, doc)
 
 
-def _root() -> dict[str, Any]:
-    """Where to start: kept to this one function so the web console can replace it."""
-    return _json(
-        200,
-        {
-            "message": "Experimentation console API. Interactive documentation: /docs; the OpenAPI "
-            "document: /openapi.json; health: /health. Console routes need a console key in the "
-            "SERVICE-API-KEY header.",
-            "docs": "/docs",
-            "openapi": "/openapi.json",
-            "health": "/health",
-        },
-    )
-
-
 def _static(name: str, event: dict[str, Any]) -> dict[str, Any]:
     headers = {"Content-Type": _ASSETS[name], "Cache-Control": "public, max-age=86400"}
     accepts = {k.lower(): v for k, v in (event.get("headers") or {}).items()}.get("accept-encoding", "")
@@ -190,6 +175,4 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if name in _ASSETS:
             return _static(name, event)
         return _json(404, {"status": 404, "message": f"No file {name!r} under /docs."})
-    if route == "GET /":
-        return _root()
     return _unrouted(method, path)

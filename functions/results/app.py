@@ -15,7 +15,9 @@ from expconsole.api.docs import responses
 from expconsole.api.envelope import ok
 from expconsole.models.results import (
     ExperimentResultsEnvelope,
+    ExperimentResultSeriesEnvelope,
     ExperimentResultsQuery,
+    ExperimentResultsSeriesQuery,
     HoldoutResultsEnvelope,
     HoldoutResultsQuery,
 )
@@ -32,6 +34,18 @@ router = APIGatewayHttpRouter()
 )
 def experiment_pulse_results(id: str, query: Annotated[ExperimentResultsQuery, Query()]) -> dict[str, Any]:
     return ok(*results.experiment_results(id, query))
+
+
+@router.get(
+    "/console/v1/experiments/<id>/pulse_results/days",
+    tags=["Experiments"],
+    summary="Pulse results of every computed day (the effect over time), one test group against control",
+    responses=responses(200, ExperimentResultSeriesEnvelope, "Each metric's figures per result day", 404),
+)
+def experiment_pulse_results_days(
+    id: str, query: Annotated[ExperimentResultsSeriesQuery, Query()]
+) -> dict[str, Any]:
+    return ok(*results.experiment_results_series(id, query))
 
 
 @router.get(

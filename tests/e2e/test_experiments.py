@@ -1120,6 +1120,24 @@ def test_filter_creator_name_and_tags_match_any(console: Console) -> None:
     assert ids_of(console.listing(tags=tag_a, creatorName="Somebody Else")) == set()
 
 
+def test_search_string_finds_text_in_id_name_description_or_hypothesis_ignoring_case(
+    console: Console,
+) -> None:
+    tag, word = f"t-{uid()}", f"Zebra{uid()}"
+    by_name = console.create(tags=[tag], name=f"checkout {word} test")
+    by_description = console.create(tags=[tag], description=f"about {word.upper()}")
+    by_hypothesis = console.create(tags=[tag], hypothesis=f"{word.lower()} converts better")
+    console.create(tags=[tag], name=f"unrelated {uid()}")
+    assert ids_of(console.listing(tags=tag, searchString=word)) == {
+        by_name["id"],
+        by_description["id"],
+        by_hypothesis["id"],
+    }
+    assert ids_of(console.listing(tags=tag, searchString=by_name["id"])) == {by_name["id"]}
+    resp = console.get(EXPERIMENTS, params={"searchString": ""})
+    assert resp.status_code == 400 and resp.json()["errors"][0]["field"] == "searchString"
+
+
 def test_filter_layer_matches_nothing_for_an_unknown_layer(console: Console) -> None:
     tag = f"t-{uid()}"
     console.create(tags=[tag])

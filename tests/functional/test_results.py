@@ -479,3 +479,52 @@ def test_record_round_trip_and_validation(aws: None) -> None:
         rec.model_validate({**rec.model_dump(), "preNonzero": None})
     with pytest.raises(ValueError):
         rec.model_validate({**rec.model_dump(), "means": [1.0, float("nan")]})
+
+
+DAYS_PATH = "/console/v1/experiments/{}/pulse_results/days"
+
+
+def test_days_series_has_each_days_figures_as_pulse_results_answers_them(fns: dict[str, Caller]) -> None:
+    exp = make_experiment(fns)
+    rng = np.random.default_rng(7)
+    stored = {ds: _two_metric_values(rng, shift) for ds, shift in (("2026-03-01", 0.0), ("2026-03-03", 1.5))}
+    # a metric that only appears from the second day on
+    stored["2026-03-03"]["late::event_count"] = {g: rng.poisson(3, 150).astype(float) for g in GROUPS}
+    for ds, values in stored.items():
+        store(kinds.EXPERIMENT, exp["id"], ds, values)
+    query = "control=ctl&test=t2&confidence=90"
+    status, body = fns["results"]("GET", DAYS_PATH.format(exp["id"]), query=query)
+    assert status == 200, body
+    series = body["data"]
+    assert series["days"] == ["2026-03-01", "2026-03-03"]
+    by_metric = {m["metricID"]: m for m in series["metrics"]}
+    assert list(by_metric) == [*ALL_METRICS, "late::event_count"]
+    assert [by_metric[m]["category"] for m in ALL_METRICS] == ["primary", "primary", "secondary", "other"]
+    assert [p["ds"] for p in by_metric["late::event_count"]["points"]] == ["2026-03-03"]
+    for ds, values in stored.items():
+        for mid in ALL_METRICS:
+            point = next(p for p in by_metric[mid]["points"] if p["ds"] == ds)
+            ref = reference(values[mid]["t2"], values[mid]["ctl"], 0.10)
+            assert close(point["percent_change"], ref["percent_change"])
+            assert close(point["p_value"], ref["p_value"])
+            half = ref["percent_confidence_interval_delta"]
+            assert close(point["percent_confidence_interval"]["lower"], ref["percent_change"] - half)
+            assert close(point["percent_confidence_interval"]["upper"], ref["percent_change"] + half)
+            assert point["test_units"] == len(values[mid]["t2"])
+        # and each day is what pulse_results answers for that date with the same options
+        _, day = fns["results"]("GET", PATH.format(exp["id"]), query=f"{query}&date={ds}")
+        entry = day["data"]["primaryMetrics"][0]
+        point = next(p for p in by_metric[entry["metricID"]]["points"] if p["ds"] == ds)
+        assert point["percent_confidence_interval"] == entry["percent_confidence_interval"]
+
+
+def test_days_series_refuses_bad_groups_and_is_empty_before_a_load(fns: dict[str, Caller]) -> None:
+    exp = make_experiment(fns)
+    status, body = fns["results"]("GET", DAYS_PATH.format(exp["id"]), query="control=ctl&test=t1")
+    assert status == 200 and body["data"] == {"days": [], "metrics": []}
+    status, body = fns["results"]("GET", DAYS_PATH.format(exp["id"]), query="control=ctl&test=nope")
+    assert status == 400 and body["errors"][0]["field"] == "test"
+    status, body = fns["results"]("GET", DAYS_PATH.format(exp["id"]), query="control=ctl")
+    assert status == 400 and any(e["field"] == "test" for e in body["errors"])
+    status, body = fns["results"]("GET", DAYS_PATH.format("missing"), query="control=ctl&test=t1")
+    assert status == 404

@@ -43,6 +43,10 @@ DUMMY_AWS_ENV = {
 }
 
 Route = tuple[str, str]
+# The web console's static files: the only routes without the key authorizer. The pages hold no
+# data (they call the API with the user's key), and the function's role may touch nothing.
+PUBLIC_FUNCTION = "WebFunction"
+PUBLIC_ROUTES = {("GET", "/"), ("GET", "/ui/{path+}")}
 
 
 class _CfnLoader(yaml.SafeLoader):
@@ -101,8 +105,13 @@ KEYLESS_FUNCTION = "DocsFunction"
 
 def _route_function_ids() -> list[str]:
     """Functions whose routes a Powertools resolver declares (the keyless docs function answers
-    its few routes and the `$default` route by routeKey, without a resolver)."""
-    return [name for name, props in _functions().items() if _http_events(props) and name != KEYLESS_FUNCTION]
+    its few routes and the `$default` route by routeKey, and the static-files function is a plain
+    handler, both without a resolver)."""
+    return [
+        name
+        for name, props in _functions().items()
+        if _http_events(props) and name not in (KEYLESS_FUNCTION, PUBLIC_FUNCTION)
+    ]
 
 
 def _api() -> tuple[str, dict[str, Any]]:
@@ -225,6 +234,9 @@ def test_api_authorizes_every_route_on_the_key_header() -> None:
         for event, event_props in _http_events(props).items():
             assert event_props.get("ApiId") == {"Ref": api_name}, f"{function}.{event} is not on {api_name}"
             authorizer = (event_props.get("Auth") or {}).get("Authorizer", default)
+            if function == PUBLIC_FUNCTION:
+                assert authorizer == "NONE", f"{function}.{event}: the console's files are public"
+                continue
             if function == KEYLESS_FUNCTION:
                 continue
             wanted = "SdkKeyAuthorizer" if function == "SdkFunction" else default
@@ -232,6 +244,13 @@ def test_api_authorizes_every_route_on_the_key_header() -> None:
     # The one function without a key (docs, openapi.json, health, $default) can touch no data.
     keyless = _functions()[KEYLESS_FUNCTION]
     assert not keyless.get("Policies") and not keyless.get("Environment"), keyless
+
+
+def test_only_the_static_files_are_public_and_their_function_has_no_permissions() -> None:
+    public = _functions()[PUBLIC_FUNCTION]
+    assert set(_routes(public)) == PUBLIC_ROUTES
+    assert not public.get("Policies"), "the public function must not reach the table or the bucket"
+    assert not (public.get("Layers") or []), "only the core layer (which holds the files)"
 
 
 def test_routes_are_unique_and_complete() -> None:
@@ -380,6 +399,8 @@ def test_sample_event_is_http_api_v2(path: Path) -> None:
     assert event["routeKey"].split(" ", 1)[0] == http["method"]
     if _function_for(event) == KEYLESS_FUNCTION:
         assert API_KEY_HEADER.lower() not in event["headers"] and "authorizer" not in event["requestContext"]
+    elif tuple(event["routeKey"].split(" ", 1)) in PUBLIC_ROUTES:
+        assert "authorizer" not in event["requestContext"]  # no authorizer runs before a public route
         return
     assert event["headers"][API_KEY_HEADER.lower()]
     if event.get("type") == "REQUEST":

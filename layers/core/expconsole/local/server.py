@@ -213,6 +213,7 @@ class LocalServer:
             kept = _display(self.data_dir / KEYS_FILE)
             data += f"\nKeys: generated ones are kept in {kept} (mode 0600) and reused by the next run"
         lines = [
+            f"Web console:  {self.url}/",
             f"Console API:  {self.url}/console/v1",
             f"Ingestion:    {self.url}/v1/webhooks/event_webhook",
             f"Console key (SERVICE-API-KEY):   {self.api_key}",

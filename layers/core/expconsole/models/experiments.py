@@ -518,6 +518,9 @@ class ExperimentListQuery(PageQuery):
     tags: list[str] | None = Field(None, description="Experiments carrying any of these tags.")
     isStale: QueryBool = Field(False, description="`true`: only stale experiments; `false`: all.")
     experimentType: list[ExperimentType] | None = None
+    searchString: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        None, description="Text found (ignoring case) in the id, name, description or hypothesis."
+    )
 
     @field_validator("createdStartDate", "createdEndDate")
     @classmethod

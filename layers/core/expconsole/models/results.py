@@ -131,8 +131,8 @@ Confidence = Annotated[
 ]
 
 
-class ExperimentResultsQuery(BaseModel):
-    """Query of GET /experiments/{id}/pulse_results; unset options take the experiment's settings."""
+class ExperimentResultsOptions(BaseModel):
+    """The options of an experiment's results; unset options take the experiment's settings."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -158,6 +158,15 @@ class ExperimentResultsQuery(BaseModel):
     applyBenjaminiHochbergPerMetric: QueryBool | None = None
     applyBenjaminiHochbergPerVariant: QueryBool | None = None
     benjaminiPrimaryMetricsOnly: QueryBool | None = None
+
+
+class ExperimentResultsSeriesQuery(ExperimentResultsOptions):
+    """Query of GET /experiments/{id}/pulse_results/days: every computed day with these options."""
+
+
+class ExperimentResultsQuery(ExperimentResultsOptions):
+    """Query of GET /experiments/{id}/pulse_results; unset options take the experiment's settings."""
+
     date: Day | None = Field(None, description="Result day; default the latest computed day.")
 
 
@@ -218,6 +227,40 @@ class ExperimentResults(ResponseModel):
 class ExperimentResultsEnvelope(ResponseModel):
     message: str
     data: ExperimentResults
+
+
+class ResultSeriesPoint(ResponseModel):
+    """One result day of one metric: the cumulative effect up to the end of that day."""
+
+    ds: str
+    value: float | None
+    confidence_interval: Interval
+    percent_change: float | None
+    percent_confidence_interval: Interval
+    percent_sequential_testing_confidence_interval: Interval
+    p_value: float | None
+    test_units: int
+    control_units: int
+
+
+class ResultSeriesMetric(ResponseModel):
+    metricID: str
+    metricName: str
+    directionality: str
+    category: Literal["primary", "secondary", "other"]
+    points: list[ResultSeriesPoint] = Field(
+        description="Oldest day first; a day without the metric is absent."
+    )
+
+
+class ExperimentResultSeries(ResponseModel):
+    days: list[str] = Field(description="Every computed result day, oldest first.")
+    metrics: list[ResultSeriesMetric]
+
+
+class ExperimentResultSeriesEnvelope(ResponseModel):
+    message: str
+    data: ExperimentResultSeries
 
 
 class HoldoutResultEntry(ResponseModel):

@@ -673,6 +673,13 @@ def _day_start_ms(day: str) -> int:
     return int(dt.datetime.fromisoformat(day).replace(tzinfo=dt.UTC).timestamp() * 1000)
 
 
+def _contains_text(exp: Doc, text: str) -> bool:
+    """The list's text search: a case-insensitive substring of the fields a person recognises."""
+    needle = text.casefold()
+    fields = (exp["id"], exp["name"], exp.get("description") or "", exp.get("hypothesis") or "")
+    return any(needle in field.casefold() for field in fields)
+
+
 def _matches(exp: Doc, q: ExperimentListQuery, created_from: int | None, created_before: int | None) -> bool:
     checks = [
         exp["status"] in q.status if q.status else exp["status"] != "archived",
@@ -687,6 +694,7 @@ def _matches(exp: Doc, q: ExperimentListQuery, created_from: int | None, created
         q.tags is None or bool(set(q.tags) & set(exp["tags"])),
         not q.isStale or exp["isStale"],
         q.experimentType is None or exp["experimentType"] in q.experimentType,
+        q.searchString is None or _contains_text(exp, q.searchString),
     ]
     return all(checks)
 

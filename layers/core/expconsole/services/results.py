@@ -52,6 +52,7 @@ from expconsole.models.results import (
     HOLDOUT_CONTROL_GROUP,
     HOLDOUT_TEST_GROUP,
     ExperimentResultsQuery,
+    ExperimentResultsSeriesQuery,
     GroupStatistics,
     HoldoutResultsQuery,
 )
@@ -260,6 +261,57 @@ def _default_pair(exp: Doc, control_id: str | None, test_id: str | None) -> tupl
 def experiment_results(exp_id: str, q: ExperimentResultsQuery) -> tuple[str, Doc]:
     """(message, data) of GET /experiments/{id}/pulse_results."""
     exp = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
+    return _experiment_results(exp, exp_id, q)
+
+
+SERIES_FIGURES = (
+    "value",
+    "confidence_interval",
+    "percent_change",
+    "percent_confidence_interval",
+    "percent_sequential_testing_confidence_interval",
+    "p_value",
+    "test_units",
+    "control_units",
+)
+
+
+def experiment_results_series(exp_id: str, q: ExperimentResultsSeriesQuery) -> tuple[str, Doc]:
+    """(message, data) of GET /experiments/{id}/pulse_results/days: each metric's figures on every
+    computed day, exactly as pulse_results answers for that `date` with the same options (each day's
+    record is cumulative, so the series is the effect as it stood at the end of each day)."""
+    exp = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
+    _group(exp, q.control, "control")
+    _group(exp, q.test, "test")
+    days = [day.ds for day in group_stats.days(kinds.EXPERIMENT, exp_id)]
+    metrics: dict[str, Doc] = {}
+    computed: list[str] = []
+    for ds in days:
+        day_query = ExperimentResultsQuery(**q.model_dump(), date=ds)
+        _message, data = _experiment_results(exp, exp_id, day_query)
+        if data["ds"] is None:
+            continue  # the day was replaced between listing and reading it
+        computed.append(ds)
+        for category, field in CATEGORIES:
+            for entry in data[field]:
+                metric = metrics.setdefault(
+                    entry["metricID"],
+                    {
+                        "metricID": entry["metricID"],
+                        "metricName": entry["metricName"],
+                        "directionality": entry["directionality"],
+                        "category": category,
+                        "points": [],
+                    },
+                )
+                metric["points"].append({"ds": ds, **{k: entry.get(k) for k in SERIES_FIGURES}})
+    if not computed:
+        return _no_results(None), {"days": [], "metrics": []}
+    message = f"Pulse results of {len(computed)} day{'s' if len(computed) != 1 else ''}."
+    return message, {"days": computed, "metrics": list(metrics.values())}
+
+
+def _experiment_results(exp: Doc, exp_id: str, q: ExperimentResultsQuery) -> tuple[str, Doc]:
     control, test = _default_pair(exp, q.control, q.test)
     if control["id"] == test["id"]:
         raise BadRequest.field("test", "must differ from control")
