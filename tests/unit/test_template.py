@@ -399,7 +399,8 @@ def test_sample_event_is_http_api_v2(path: Path) -> None:
     assert event["routeKey"].split(" ", 1)[0] == http["method"]
     if _function_for(event) == KEYLESS_FUNCTION:
         assert API_KEY_HEADER.lower() not in event["headers"] and "authorizer" not in event["requestContext"]
-    elif tuple(event["routeKey"].split(" ", 1)) in PUBLIC_ROUTES:
+        return
+    if tuple(event["routeKey"].split(" ", 1)) in PUBLIC_ROUTES:
         assert "authorizer" not in event["requestContext"]  # no authorizer runs before a public route
         return
     assert event["headers"][API_KEY_HEADER.lower()]
