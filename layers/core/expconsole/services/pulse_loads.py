@@ -4,7 +4,7 @@ In AWS a load is asynchronous: `PULSE_INVOKE_ASYNC` (set on the pulse function i
 makes `load_pulse` record a queued load and invoke the function itself with `{"pulse": ...}`
 (InvocationType Event), then answer at once. The local server does not set it (it passes only
 the template's global environment), so there a load runs within the request and the answer
-carries its outcome. The pipeline itself (services.pulse.run, numpy and pyarrow) is imported
+carries its outcome. The pipeline itself (services.pulse.run: DuckDB and numpy) is imported
 only when a load runs.
 """
 
