@@ -27,6 +27,7 @@ from pathlib import Path
 
 import duckdb
 
+from expconsole.services.pulse import engine
 from expconsole.services.pulse.daydata import number_of
 from expconsole.services.pulse.engine import literal
 from expconsole.services.pulse.plan import Atom, EntityPlan
@@ -51,18 +52,20 @@ class DayAggregate:
     health: dict[str, int]
 
 
+# The queries, written once: DuckDB runs them (engine.py materialises each step), and their
+# Trino form (sqlglot) runs on Athena; tests/functional/test_pulse_sql.py checks both. They read
+# `day_source` (daydata.COLUMNS: the raw or compacted day locally, the Glue table on Athena) and
+# use only functions both engines have, so that text is not rewritten by hand for either.
 EVENTS_SQL = """
-CREATE OR REPLACE TEMP TABLE day_events AS
 SELECT * FROM (
-    SELECT {unit} AS unit, event, "timestamp" AS ts, value, valueNumber, metadata{user}
-    FROM ({select})
+    SELECT {unit} AS unit, event, "timestamp" AS ts, value, valuenumber, metadata{user}
+    FROM day_source
     WHERE event IN ({events})
       AND ("timestamp" < {cutoff} OR (event = {exposure} AND "timestamp" < {exposure_cutoff}))
-)
+) AS e
 WHERE unit IS NOT NULL
 """
 EXPOSURES_SQL = """
-CREATE OR REPLACE TEMP TABLE day_exposures AS
 SELECT unit, ts, grp,
     CASE
         WHEN grp IS NULL OR grp NOT IN ({known}) THEN 'unknownGroup'
@@ -71,11 +74,12 @@ SELECT unit, ts, grp,
         WHEN ts >= {cutoff} THEN 'late'
         ELSE 'valid'
     END AS status
-FROM (SELECT unit, ts, {group} AS grp FROM day_events WHERE event = {exposure} AND {ours} AND ts >= {start})
+FROM (
+    SELECT unit, ts, {group} AS grp FROM day_events WHERE event = {exposure} AND {ours} AND ts >= {start}
+) AS x
 """
-HEALTH_SQL = "SELECT status, count(*) FROM day_exposures GROUP BY status"
+HEALTH_SQL = "SELECT status, count(*) AS n FROM day_exposures GROUP BY status"
 FIRST_SQL = """
-CREATE OR REPLACE TEMP TABLE day_first AS
 SELECT unit, min(ts) AS exp_ts, arg_min(grp, ts) AS exp_group,
     array_to_string(list_sort(list_distinct(list(grp))), {sep}) AS exp_groups
 FROM day_exposures WHERE status = 'valid' GROUP BY unit
@@ -85,37 +89,35 @@ ATOM_SQL = (
     " WHERE event = {event} AND {where}"
 )
 ATOMS_EMPTY = (
-    "SELECT NULL::INTEGER AS atom, NULL::VARCHAR AS unit, NULL::BIGINT AS ts, NULL::DOUBLE AS w,"
-    " NULL::VARCHAR AS dv WHERE false"
+    "SELECT CAST(NULL AS INTEGER) AS atom, CAST(NULL AS VARCHAR) AS unit, CAST(NULL AS BIGINT) AS ts,"
+    " CAST(NULL AS DOUBLE) AS w, CAST(NULL AS VARCHAR) AS dv FROM day_events WHERE false"
 )
-ATOMS_SQL = "CREATE OR REPLACE TEMP TABLE day_atoms AS {union}"
 UNITS_SQL = """
-COPY (
-    WITH rows AS (
-        SELECT a.atom, a.unit, a.w, a.ts >= f.exp_ts AS post
-        FROM day_atoms a LEFT JOIN day_first f ON a.unit = f.unit
-    ),
-    sums AS (SELECT unit{sums} FROM rows GROUP BY unit)
-    SELECT coalesce(f.unit, s.unit) AS unit, f.exp_ts, f.exp_group, f.exp_groups{columns}
-    FROM day_first f FULL OUTER JOIN sums s ON f.unit = s.unit
-) TO {target} (FORMAT parquet, COMPRESSION zstd)
+WITH atom_rows AS (
+    SELECT a.atom, a.unit, a.w, a.ts >= f.exp_ts AS post
+    FROM day_atoms a LEFT JOIN day_first f ON a.unit = f.unit
+),
+sums AS (SELECT unit{sums} FROM atom_rows GROUP BY unit)
+SELECT coalesce(f.unit, s.unit) AS unit, f.exp_ts, f.exp_group, f.exp_groups{columns}
+FROM day_first f FULL OUTER JOIN sums s ON f.unit = s.unit
 """
 DISTINCT_SQL = """
-COPY (
-    SELECT CAST(atom AS INTEGER) AS atom, unit, dv AS value, ts FROM day_atoms
-    WHERE dv IS NOT NULL AND atom IN ({atoms})
-) TO {target} (FORMAT parquet, COMPRESSION zstd)
+SELECT CAST(atom AS INTEGER) AS atom, unit, dv AS value, ts FROM day_atoms
+WHERE dv IS NOT NULL AND atom IN ({atoms})
 """
 FUNNEL_ROWS = "SELECT {funnel} AS funnel, {step} AS step, unit, ts FROM day_atoms WHERE atom = {atom}"
 FUNNEL_EMPTY = (
-    "SELECT NULL::INTEGER AS funnel, NULL::INTEGER AS step, NULL::VARCHAR AS unit, NULL::BIGINT AS ts"
+    "SELECT CAST(NULL AS INTEGER) AS funnel, CAST(NULL AS INTEGER) AS step, unit, ts FROM day_atoms"
     " WHERE false"
 )
 FUNNEL_SQL = """
-COPY (
-    SELECT CAST(funnel AS INTEGER) AS funnel, CAST(step AS INTEGER) AS step, unit, ts FROM ({union})
-) TO {target} (FORMAT parquet, COMPRESSION zstd)
+SELECT CAST(funnel AS INTEGER) AS funnel, CAST(step AS INTEGER) AS step, unit, ts FROM ({union}) AS f
 """
+# The steps in order; the first four are intermediate relations, the last four the day's results.
+STEPS = ("day_events", "day_exposures", "day_first", "day_atoms")
+OUTPUTS = ("health", *PARTS)
+# Finite doubles (Python's float() refuses nan and inf): a comparison both engines evaluate alike.
+FINITE = "BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308"
 
 
 def _path(key: str) -> str:
@@ -134,31 +136,22 @@ class Field:
 
 
 def json_field(doc: str, path: str) -> Field:
-    """A field inside a JSON text column: strings as sent, other values as JSON text."""
-    j = f"json_extract({doc}, {path})"
-    t = f"json_type({doc}, {path})"
-    text = (
-        f"(CASE WHEN {t} = 'VARCHAR' THEN json_extract_string({doc}, {path})"
-        f" WHEN {t} IS NULL OR {t} = 'NULL' THEN NULL ELSE CAST({j} AS VARCHAR) END)"
-    )
-    finite = f"TRY_CAST(json_extract_string({doc}, {path}) AS DOUBLE)"
-    number = (
-        f"(CASE WHEN {t} IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN CAST({j} AS DOUBLE)"
-        f" WHEN {t} = 'VARCHAR' AND isfinite({finite}) THEN {finite} END)"
-    )
-    lower = f"lower(json_extract_string({doc}, {path}))"
+    """A field inside a JSON text column: scalars as text (strings as sent, numbers and booleans as
+    JSON writes them), numbers from that text when finite."""
+    text = f"json_extract_string({doc}, {path})"
+    number = f"(CASE WHEN TRY_CAST({text} AS DOUBLE) {FINITE} THEN TRY_CAST({text} AS DOUBLE) END)"
     return Field(
         text=text,
         number=number,
-        is_null=f"({t} IS NULL OR {t} = 'NULL')",
-        true=f"(({t} = 'BOOLEAN' AND CAST({j} AS BOOLEAN)) OR ({t} = 'VARCHAR' AND {lower} = 'true'))",
-        false=f"(({t} = 'BOOLEAN' AND NOT CAST({j} AS BOOLEAN)) OR ({t} = 'VARCHAR' AND {lower} = 'false'))",
+        is_null=f"({text} IS NULL)",
+        true=f"(lower({text}) = 'true')",
+        false=f"(lower({text}) = 'false')",
     )
 
 
 VALUE_FIELD = Field(
     text="value",
-    number="valueNumber",
+    number="valuenumber",
     is_null="(value IS NULL)",
     true="(lower(value) = 'true')",
     false="(lower(value) = 'false')",
@@ -195,7 +188,7 @@ def criterion_sql(ctype: str, column: str, condition: str, values: tuple[str, ..
     if condition == "is_false":
         return f"coalesce({f.false}, false)"
     listed = ", ".join(literal(v) for v in values) or "NULL"
-    any_of = " OR ".join(f"contains({f.text}, {literal(v)})" for v in values) or "false"
+    any_of = " OR ".join(f"strpos({f.text}, {literal(v)}) > 0" for v in values) or "false"
     if condition == "in":
         return f"coalesce({f.text} IN ({listed}), false)"
     if condition == "not_in":
@@ -219,15 +212,10 @@ def criterion_sql(ctype: str, column: str, condition: str, values: tuple[str, ..
 def unit_sql(id_type: str) -> str:
     """The unit id of an event for the plan's id type (NULL when the event has none)."""
     if id_type in ("userID", "stableID"):
-        return f'"{id_type}"'
+        return id_type.lower()
     custom = literal("$.customIDs." + json.dumps(id_type))
-    top = _path(id_type)
-    present = f'(json_type("user", {custom}) IS NOT NULL AND json_type("user", {custom}) <> \'NULL\')'
-    pick = f"(CASE WHEN {present} THEN {custom} ELSE {top} END)"
-    return (
-        f"(CASE WHEN json_type(\"user\", {pick}) = 'VARCHAR'"
-        f" THEN NULLIF(json_extract_string(\"user\", {pick}), '') END)"
-    )
+    own, top = (f'json_extract_string("user", {path})' for path in (custom, _path(id_type)))
+    return f"NULLIF(coalesce({own}, {top}), '')"
 
 
 def needs_user(plan: EntityPlan) -> bool:
@@ -244,8 +232,7 @@ def _exposure_sql(plan: EntityPlan) -> tuple[str, str]:
         group = f"(CASE WHEN {held.true} THEN 'control' WHEN {held.false} THEN 'test' END)"
     else:
         ours = json_field("metadata", _path("experiment")).text
-        g = json_field("metadata", _path("group"))
-        group = f"(CASE WHEN json_type(metadata, {_path('group')}) = 'VARCHAR' THEN {g.text} END)"
+        group = json_field("metadata", _path("group")).text
     return f"coalesce({ours} = {literal(plan.id)}, false)", group
 
 
@@ -254,15 +241,15 @@ def _atom_sql(index: int, atom: Atom, plan: EntityPlan, cutoff_ms: int) -> str:
     if atom.event == plan.exposure_event:
         where.append(f"ts < {cutoff_ms}")  # exposures past the end were read for health only
     if atom.measure == "value":
-        weight = "coalesce(valueNumber, 0.0)"
+        weight = "coalesce(valuenumber, 0.0)"
     elif atom.measure == "metadata":
         weight = f"coalesce({json_field('metadata', _path(atom.key or '')).number}, 0.0)"
     else:
-        weight = "NULL::DOUBLE"
+        weight = "CAST(NULL AS DOUBLE)"
     if atom.measure == "distinct":
         distinct = json_field("metadata", _path(atom.key)).text if atom.key else "value"
     else:
-        distinct = "NULL::VARCHAR"
+        distinct = "CAST(NULL AS VARCHAR)"
     return ATOM_SQL.format(
         index=index,
         weight=weight,
@@ -276,49 +263,11 @@ def _values(items: list[str]) -> str:
     return ", ".join(literal(i) for i in items) or "NULL"
 
 
-def aggregate_day(
-    plan: EntityPlan, table: DayEvents, cutoff_ms: int, exposure_cutoff_ms: int | None = None
-) -> DayAggregate:
-    """The day's unit aggregates (events at or after `cutoff_ms` are left out), as Parquet files.
-
-    Exposures up to `exposure_cutoff_ms` (default `cutoff_ms`) are read: those at or after
-    `cutoff_ms` (the decision) only count for health, as `afterDecision` (or unknown/disabled).
-    """
-    con = table.con
-    exposure_cutoff_ms = cutoff_ms if exposure_cutoff_ms is None else max(cutoff_ms, exposure_cutoff_ms)
+def day_queries(plan: EntityPlan, cutoff_ms: int, exposure_cutoff_ms: int) -> dict[str, str]:
+    """The SELECT of every step and output (STEPS, OUTPUTS), each reading `day_source` or earlier steps."""
     events_needed = sorted({a.event for a in plan.atoms} | {plan.exposure_event})
-    con.execute(
-        EVENTS_SQL.format(
-            unit=unit_sql(plan.id_type),
-            user=', "user"' if needs_user(plan) else "",
-            select=table.select,
-            events=_values(events_needed),
-            cutoff=cutoff_ms,
-            exposure=literal(plan.exposure_event),
-            exposure_cutoff=exposure_cutoff_ms,
-        )
-    )
     ours, group = _exposure_sql(plan)
-    con.execute(
-        EXPOSURES_SQL.format(
-            known=_values([g["id"] for g in plan.groups]),
-            enabled=_values([g["id"] for g in plan.groups if not g.get("disabled")]),
-            decision="NULL" if plan.decision_ms is None else plan.decision_ms,
-            cutoff=cutoff_ms,
-            group=group,
-            exposure=literal(plan.exposure_event),
-            ours=ours,
-            start=plan.start_ms,
-        )
-    )
-    health = dict.fromkeys(HEALTH_KEYS, 0)
-    for status, count in con.execute(HEALTH_SQL).fetchall():
-        if status in health:
-            health[status] = int(count)
-    con.execute(FIRST_SQL.format(sep=literal(GROUP_SEP)))
     atoms = [_atom_sql(i, a, plan, cutoff_ms) for i, a in enumerate(plan.atoms)]
-    con.execute(ATOMS_SQL.format(union="\nUNION ALL\n".join(atoms) if atoms else ATOMS_EMPTY))
-
     sums, columns = [], []
     for i, atom in enumerate(plan.atoms):
         sums += [
@@ -335,30 +284,72 @@ def aggregate_day(
                 f", sum(w) FILTER (WHERE atom = {i} AND post) AS sp{i}",
             ]
             columns += [f", coalesce(s.s{i}, 0.0) AS s{i}", f", coalesce(s.sp{i}, 0.0) AS sp{i}"]
-    table.out.mkdir(parents=True, exist_ok=True)
-    files = {name: table.out / f"{name}.parquet" for name in PARTS}
-    con.execute(
-        UNITS_SQL.format(sums="".join(sums), columns="".join(columns), target=literal(str(files["units"])))
-    )
-    distinct_atoms = [str(i) for i, a in enumerate(plan.atoms) if a.distinct]
-    con.execute(
-        DISTINCT_SQL.format(atoms=", ".join(distinct_atoms) or "NULL", target=literal(str(files["distinct"])))
-    )
     steps = [
         FUNNEL_ROWS.format(funnel=f, step=s, atom=a)
         for f, funnel in enumerate(plan.funnels)
         for s, a in enumerate(funnel.steps)
     ]
-    union = "\nUNION ALL\n".join(steps) if steps else FUNNEL_EMPTY
-    con.execute(
-        FUNNEL_SQL.format(
-            union=union,
-            target=literal(str(files["funnel"])),
-        )
-    )
-    for name in ("day_events", "day_exposures", "day_first", "day_atoms"):
-        con.execute(f"DROP TABLE IF EXISTS {name}")
+    distinct_atoms = [str(i) for i, a in enumerate(plan.atoms) if a.distinct]
+    return {
+        "day_events": EVENTS_SQL.format(
+            unit=unit_sql(plan.id_type),
+            user=', "user"' if needs_user(plan) else "",
+            events=_values(events_needed),
+            cutoff=cutoff_ms,
+            exposure=literal(plan.exposure_event),
+            exposure_cutoff=exposure_cutoff_ms,
+        ),
+        "day_exposures": EXPOSURES_SQL.format(
+            known=_values([g["id"] for g in plan.groups]),
+            enabled=_values([g["id"] for g in plan.groups if not g.get("disabled")]),
+            decision="NULL" if plan.decision_ms is None else plan.decision_ms,
+            cutoff=cutoff_ms,
+            group=group,
+            exposure=literal(plan.exposure_event),
+            ours=ours,
+            start=plan.start_ms,
+        ),
+        "day_first": FIRST_SQL.format(sep=literal(GROUP_SEP)),
+        "day_atoms": "\nUNION ALL\n".join(atoms) if atoms else ATOMS_EMPTY,
+        "health": HEALTH_SQL,
+        "units": UNITS_SQL.format(sums="".join(sums), columns="".join(columns)),
+        "distinct": DISTINCT_SQL.format(atoms=", ".join(distinct_atoms) or "NULL"),
+        "funnel": FUNNEL_SQL.format(union="\nUNION ALL\n".join(steps) if steps else FUNNEL_EMPTY),
+    }
+
+
+def with_form(queries: dict[str, str], output: str) -> str:
+    """One output as a single statement: the steps as common table expressions (Athena's form)."""
+    ctes = ",\n".join(f"{name} AS ({queries[name].strip()})" for name in STEPS)
+    return f"WITH {ctes}\n{queries[output].strip()}"
+
+
+def aggregate_day(
+    plan: EntityPlan, table: DayEvents, cutoff_ms: int, exposure_cutoff_ms: int | None = None
+) -> DayAggregate:
+    """The day's unit aggregates (events at or after `cutoff_ms` are left out), as Parquet files.
+
+    Exposures up to `exposure_cutoff_ms` (default `cutoff_ms`) are read: those at or after
+    `cutoff_ms` (the decision) only count for health, as `afterDecision` (or unknown/disabled).
+    """
+    con = table.con
+    exposure_cutoff_ms = cutoff_ms if exposure_cutoff_ms is None else max(cutoff_ms, exposure_cutoff_ms)
+    queries = day_queries(plan, cutoff_ms, exposure_cutoff_ms)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW day_source AS {table.select}")
+    for name in STEPS:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {engine.dialect(queries[name])}")
+    health = dict.fromkeys(HEALTH_KEYS, 0)
+    for status, count in con.execute(engine.dialect(queries["health"])).fetchall():
+        if status in health:
+            health[status] = int(count)
+    table.out.mkdir(parents=True, exist_ok=True)
+    files = {name: table.out / f"{name}.parquet" for name in PARTS}
+    for name in PARTS:
+        target = literal(str(files[name]))
+        con.execute(f"COPY ({engine.dialect(queries[name])}) TO {target} (FORMAT parquet, COMPRESSION zstd)")
+    for name in (*reversed(STEPS), "day_source"):
+        con.execute(f"DROP {'VIEW' if name == 'day_source' else 'TABLE'} IF EXISTS {name}")
     return DayAggregate(files, health)
 
 
-__all__ = ["Atom", "DayAggregate", "DayEvents", "aggregate_day", "criterion_sql"]
+__all__ = ["Atom", "DayAggregate", "DayEvents", "aggregate_day", "criterion_sql", "day_queries", "with_form"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,15 @@ import duckdb
 from expconsole.store import s3
 
 MEMORY_ENV = "PULSE_MEMORY_LIMIT"
+# How a shared query (written in DuckDB's dialect, checked as Trino) is turned into what DuckDB
+# runs: as written. tests/functional/test_pulse_sql.py sets it to the Trino round trip.
+TRANSFORM: Callable[[str], str] | None = None
+
+
+def dialect(sql: str) -> str:
+    return sql if TRANSFORM is None else TRANSFORM(sql)
+
+
 THREADS_ENV = "PULSE_THREADS"
 
 
