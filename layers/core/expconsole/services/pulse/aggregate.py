@@ -166,7 +166,7 @@ def field_of(ctype: str, column: str) -> Field:
         return json_field("metadata", _path(column))
     if ctype == "user_custom":
         custom = literal("$.custom." + json.dumps(column))
-        present = f'json_type("user", {custom}) IS NOT NULL'
+        present = f'json_extract("user", {custom}) IS NOT NULL'
         own = json_field('"user"', custom)
         top = json_field('"user"', _path(column))
         pick = lambda a, b: f"(CASE WHEN {present} THEN {a} ELSE {b} END)"  # noqa: E731
