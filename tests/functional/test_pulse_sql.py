@@ -19,16 +19,10 @@ from expconsole import kinds
 from expconsole.services.pulse import engine, run
 from expconsole.services.pulse.aggregate import OUTPUTS, STEPS, day_queries, with_form
 from expconsole.services.pulse.plan import Atom, EntityPlan, Funnel, holdout_plan
-from tests.functional.test_pulse import (  # noqa: F401 - fixtures
-    NOW,
-    assert_all_days,
-    clock,
-    fns,
-    make_experiment,
-    population,
-    reference,
-    send,
-)
+from tests.functional import test_pulse as base
+from tests.functional.test_pulse import NOW, assert_all_days, make_experiment, population, reference, send
+
+clock, fns = base.clock, base.fns  # the pulse tests' fixtures: a settable clock, the functions
 
 # Trino functions the queries may call (https://trino.io/docs/current/functions/list.html).
 TRINO_FUNCTIONS = {
@@ -50,6 +44,7 @@ TRINO_FUNCTIONS = {
     "SUM",
     "TRY_CAST",
 }
+FIELDS = (("value", ""), ("metadata", "plan"), ("user", "country"), ("user_custom", "tier"))
 CONDITIONS = ["in", "not_in", "contains", "not_contains", "=", ">", "<", ">=", "<=", "is_null", "non_null"]
 
 
@@ -65,7 +60,7 @@ def _plans() -> list[EntityPlan]:
     """Plans that between them use every field, condition, measure, id type and exposure kind."""
     criteria = [
         (ctype, column, condition, ("pro", "3"))
-        for ctype, column in (("value", ""), ("metadata", "plan"), ("user", "country"), ("user_custom", "tier"))
+        for ctype, column in FIELDS
         for condition in [*CONDITIONS, "is_true", "is_false"]
     ]
     atoms = [
