@@ -30,7 +30,7 @@ from aws_lambda_powertools import Logger
 
 from expconsole import aws, kinds
 from expconsole.services import entities
-from expconsole.services.pulse import daydata, engine
+from expconsole.services.pulse import athena, daydata, engine
 from expconsole.services.pulse.aggregate import PARTS, DayEvents, aggregate_day
 from expconsole.services.pulse.analyse import Analysis, Parts, analyse
 from expconsole.services.pulse.plan import DAY_MS, PRE_DAYS, EntityPlan, experiment_plan, holdout_plan
@@ -78,7 +78,8 @@ def _day_parts(
     Events before `cutoff` are aggregated; exposures up to `exposure_cutoff` are read (after a
     decision, to count the exposures that came after it)."""
     keys = daydata.raw_keys(ds)
-    if ds < today:
+    on_athena = athena.enabled()
+    if ds < today and not on_athena:  # Athena reads the raw partitions through the Glue table
         daydata.compact(con, spill, ds, keys)
     prefix = aggregate_prefix(plan, ds)
     exposure_cutoff = cutoff if exposure_cutoff is None else max(cutoff, exposure_cutoff)
@@ -94,8 +95,12 @@ def _day_parts(
         if manifest is not None and all(manifest.get(k) == v for k, v in stamp.items()):
             files = spill.fetch([f"{prefix}{name}.parquet" for name in PARTS])
             return dict(zip(PARTS, files, strict=True)), manifest["health"], False
-    select, _ = daydata.day_select(spill, ds, keys)
-    agg = aggregate_day(plan, DayEvents(con, select, spill.path(prefix)), cutoff, exposure_cutoff)
+    if on_athena:
+        agg, scanned = athena.aggregate_day(con, spill, plan, ds, spill.path(prefix), cutoff, exposure_cutoff)
+        logger.info("Athena day aggregate", extra={"day": ds, "bytesScanned": scanned})
+    else:
+        select, _ = daydata.day_select(spill, ds, keys)
+        agg = aggregate_day(plan, DayEvents(con, select, spill.path(prefix)), cutoff, exposure_cutoff)
     for name, path in agg.files.items():
         spill.adopt(f"{prefix}{name}.parquet")
         with open(path, "rb") as body_file:
@@ -324,6 +329,8 @@ def _failure_message(exc: Exception) -> str:
 
     if isinstance(exc, ApiError):
         return exc.message
+    if isinstance(exc, athena.AthenaError):
+        return str(exc)
     if aws.is_transient(exc) or type(exc).__name__ == "StoreUnavailable":
         return "Storage was unavailable during the load; retry it."
     return "The load failed with an internal error; it was logged. Retry, and report it if it persists."
