@@ -26,7 +26,7 @@ every cell is text and stays text, except that
     `user.tags:json` (any JSON value), `:string` (the default). Only `value`, `user.<field>`
     and `metadata.<key>` take a suffix; a cell that does not parse as its type rejects its row.
 So a `value` column holding `12` stores the string "12"; `value:number` stores the number 12.
-In Parquet the schema gives the types: `timestamp` is an integer column (ms) or an Arrow
+In Parquet the schema gives the types: `timestamp` is an integer column (ms) or a Parquet
 timestamp of any unit and zone (read as UTC, truncated to ms); decimals become numbers.
 
 Validation: each row exactly as ingestion validates an event (models.events.check_event),

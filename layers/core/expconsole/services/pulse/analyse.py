@@ -7,8 +7,9 @@ when the unit was exposed before that day (the `np`/`sp` columns on the exposure
 and to its pre-period sums when the unit's exposure day is 1 to 7 days later. After each day
 from the start, the unit values of every metric (STATS.md) over the rollup window, winsorized,
 give one `GroupStatistics` record per (metric, group): cumulative, as store.group_stats keeps
-them. Memory: one day's aggregate at a time plus a few float arrays per atom over the exposed
-units.
+them. DuckDB reads the stored day parts (local Parquet) and joins them to the numbered exposed
+units (the `exposed` table); distinct-value rows stay in DuckDB tables and are counted there.
+Memory: one day's per-unit sums at a time plus a few float arrays per atom over the exposed units.
 """
 
 from __future__ import annotations

@@ -81,10 +81,11 @@ SELECT NULL::VARCHAR AS event, NULL::BIGINT AS "timestamp", NULL::VARCHAR AS use
 WHERE false
 """
 PARQUET_SELECT = "SELECT {columns} FROM read_parquet({files})"
-COMPACT_COPY = """
-COPY ({select} ORDER BY "timestamp") TO {target}
-    (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 256000)
-"""
+# The day's raw events are parsed once into DAY_TABLE: compaction writes it, and the run's
+# aggregate of that day reads it (`compact(..., keep=True)`) instead of reading the JSON again.
+DAY_TABLE = "day_raw"
+COMPACT_TABLE = "CREATE OR REPLACE TEMP TABLE day_raw AS {select}"
+COMPACT_COPY = "COPY day_raw TO {target} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 256000)"
 
 
 def compacted_prefix(day: str) -> str:
@@ -157,11 +158,15 @@ def sources_digest(keys: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:32]
 
 
-def compact(con: duckdb.DuckDBPyConnection, spill: Spill, day: str, keys: list[str] | None = None) -> bool:
+def compact(
+    con: duckdb.DuckDBPyConnection, spill: Spill, day: str, keys: list[str] | None = None, keep: bool = False
+) -> bool:
     """Fold the day's raw objects into one Parquet file (when something new arrived); True if written.
 
     Order: Parquet first, manifest last, so a reader sees the old manifest (and reads the raw
-    objects it does not list) or the new one, whose Parquet file already exists.
+    objects it does not list) or the new one, whose Parquet file already exists. With `keep`,
+    the day's events stay in the temporary table DAY_TABLE (every event of the day) for the
+    caller, who drops it.
     """
     keys = raw_keys(day) if keys is None else keys
     manifest = _manifest(day)
@@ -170,8 +175,11 @@ def compact(con: duckdb.DuckDBPyConnection, spill: Spill, day: str, keys: list[s
     parquet_key = f"{compacted_prefix(day)}part-{sources_digest(keys)}.parquet"
     target = spill.path(parquet_key)
     target.parent.mkdir(parents=True, exist_ok=True)
-    con.execute(COMPACT_COPY.format(select=raw_select(spill, keys), target=literal(str(target))))
-    rows = con.execute(f"SELECT count(*) FROM read_parquet({literal(str(target))})").fetchone()
+    con.execute(COMPACT_TABLE.format(select=raw_select(spill, keys)))
+    con.execute(COMPACT_COPY.format(target=literal(str(target))))
+    rows = con.execute("SELECT count(*) FROM day_raw").fetchone()
+    if not keep:
+        con.execute("DROP TABLE day_raw")
     spill.adopt(parquet_key)
     with open(target, "rb") as body:
         s3.put_file(parquet_key, body, "application/vnd.apache.parquet")

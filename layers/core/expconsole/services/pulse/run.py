@@ -79,9 +79,9 @@ def _day_parts(
     decision, to count the exposures that came after it)."""
     keys = daydata.raw_keys(ds)
     on_athena = athena.enabled()
+    in_table = False  # whether the day's events are in daydata.DAY_TABLE (parsed once, compacted)
     if ds < today and not on_athena:  # Athena reads the raw partitions through the Glue table
-        daydata.compact(con, spill, ds, keys)
-    prefix = aggregate_prefix(plan, ds)
+        in_table = daydata.compact(con, spill, ds, keys, keep=True)
     exposure_cutoff = cutoff if exposure_cutoff is None else max(cutoff, exposure_cutoff)
     stamp = {
         "fingerprint": plan.fingerprint(),
@@ -89,17 +89,37 @@ def _day_parts(
         "cutoff": cutoff,
         "exposureCutoff": exposure_cutoff,
     }
+    try:
+        return _day_aggregate(con, spill, plan, ds, keys, stamp, refresh, in_table)
+    finally:
+        if in_table:
+            con.execute(f"DROP TABLE IF EXISTS {daydata.DAY_TABLE}")
+
+
+def _day_aggregate(
+    con: Any,
+    spill: engine.Spill,
+    plan: EntityPlan,
+    ds: str,
+    keys: list[str],
+    stamp: dict[str, Any],
+    refresh: str,
+    in_table: bool,
+) -> tuple[Parts, dict[str, int], bool]:
+    """The stored aggregate when its stamp matches (not `full`), else the day's aggregate computed."""
+    prefix = aggregate_prefix(plan, ds)
+    cutoff, exposure_cutoff = stamp["cutoff"], stamp["exposureCutoff"]
     if refresh != "full":
         body = s3.get_if_exists(prefix + "_manifest.json")
         manifest = json.loads(body) if body else None
         if manifest is not None and all(manifest.get(k) == v for k, v in stamp.items()):
             files = spill.fetch([f"{prefix}{name}.parquet" for name in PARTS])
             return dict(zip(PARTS, files, strict=True)), manifest["health"], False
-    if on_athena:
+    if athena.enabled():
         agg, scanned = athena.aggregate_day(con, spill, plan, ds, spill.path(prefix), cutoff, exposure_cutoff)
         logger.info("Athena day aggregate", extra={"day": ds, "bytesScanned": scanned})
     else:
-        select, _ = daydata.day_select(spill, ds, keys)
+        select = f"SELECT * FROM {daydata.DAY_TABLE}" if in_table else daydata.day_select(spill, ds, keys)[0]
         agg = aggregate_day(plan, DayEvents(con, select, spill.path(prefix)), cutoff, exposure_cutoff)
     for name, path in agg.files.items():
         spill.adopt(f"{prefix}{name}.parquet")
