@@ -707,6 +707,10 @@ def _compare(pipeline: dict[str, Any], duck: dict[str, Any]) -> tuple[int, float
     return len(set(pipeline) & set(duck)) - 1, worst, problems
 
 
+def _duck_threads(args: argparse.Namespace) -> list[int]:
+    return [args.threads] if args.main_only else sorted({args.threads, 1}, reverse=True)
+
+
 def _rate(events: int, seconds: float) -> str:
     return f"{events / seconds:>12,.0f}" if seconds > 0 else f"{'-':>12}"
 
@@ -734,19 +738,19 @@ def orchestrate(args: argparse.Namespace) -> None:
             events = gen["events"]
             written = f"{gen['objects']:,} objects, {gen['gzip_bytes'] / 2**20:,.1f} MiB gzip JSON lines"
             print(f"  {events:,} events ({gen['exposure_events']:,} exposures), {written}", flush=True)
-            raw = _run_phase(args, "raw")
+            raw = None if args.main_only else _run_phase(args, "raw")
             pipe = _run_phase(args, "pipeline")
-            ducks = [_run_phase(args, "duckdb", threads=t) for t in sorted({args.threads, 1}, reverse=True)]
+            ducks = [_run_phase(args, "duckdb", threads=t) for t in _duck_threads(args)]
         finally:
             out, _ = storage.communicate(timeout=120)  # closes its stdin: it stops
         store = json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
         pipeline_records = json.loads(Path(work, "pipeline.json").read_text())
-        raw_records = json.loads(Path(work, "raw.json").read_text())
         checks = [
             _compare(pipeline_records, json.loads(Path(work, f"duckdb-{t}.json").read_text()))
-            for t in sorted({args.threads, 1}, reverse=True)
+            for t in _duck_threads(args)
         ]
-        checks.append(_compare(raw_records, pipeline_records))
+        if raw is not None:
+            checks.append(_compare(json.loads(Path(work, "raw.json").read_text()), pipeline_records))
 
     load = os.getloadavg()
     print(f"  load average now {load[0]:.1f} (1 min), {load[2]:.1f} (15 min) on {os.cpu_count()} CPUs")
@@ -760,12 +764,13 @@ def orchestrate(args: argparse.Namespace) -> None:
             gen["children_peak_mb"],
         ),
     ]
-    raw_storage = raw["s3_s"] + raw["dynamodb_s"]
-    rows += [
-        ("no compaction (raw JSON days)", raw["seconds"], raw["seconds"] - raw_storage, raw["peak_mb"]),
-        ("  aggregate_day (from JSON)", raw["aggregate_s"], None, None),
-        (f"  S3 ({raw['calls'].get('s3', 0)} calls)", raw["s3_s"], None, None),
-    ]
+    if raw is not None:
+        raw_storage = raw["s3_s"] + raw["dynamodb_s"]
+        rows += [
+            ("no compaction (raw JSON days)", raw["seconds"], raw["seconds"] - raw_storage, raw["peak_mb"]),
+            ("  aggregate_day (from JSON)", raw["aggregate_s"], None, None),
+            (f"  S3 ({raw['calls'].get('s3', 0)} calls)", raw["s3_s"], None, None),
+        ]
     rows += [
         ("pipeline run.execute", pipe["seconds"], pipe["seconds"] - pipe_storage, pipe["peak_mb"]),
         ("  compaction (DuckDB COPY, its S3 incl.)", pipe["compact_s"], None, None),
@@ -802,10 +807,11 @@ def orchestrate(args: argparse.Namespace) -> None:
         f" against the query plus its download: {pipe['seconds'] / (duck['seconds'] + fetch['fetch_s']):.2f}x"
         " (aim: within 1.3x)"
     )
-    print(
-        f"raw JSON days (no compaction) / pipeline: {raw['seconds'] / pipe['seconds']:.2f}x"
-        f" ({raw['seconds']:.1f} s vs {pipe['seconds']:.1f} s)"
-    )
+    if raw is not None:
+        print(
+            f"raw JSON days (no compaction) / pipeline: {raw['seconds'] / pipe['seconds']:.2f}x"
+            f" ({raw['seconds']:.1f} s vs {pipe['seconds']:.1f} s)"
+        )
     if len(ducks) > 1:
         print(
             f"pipeline / DuckDB (1 thread): {pipe['seconds'] / ducks[-1]['seconds']:.2f}x, "
@@ -822,7 +828,8 @@ def orchestrate(args: argparse.Namespace) -> None:
         f"{health['exposed']:,} units exposed, {health['crossover']:,} in 2+ groups"
     )
     labels = [f"DuckDB {d['threads']} thread{'s' if d['threads'] > 1 else ''}" for d in ducks]
-    for (count, worst, problems), label in zip(checks, [*labels, "raw JSON days vs compacted"], strict=True):
+    labels += [] if raw is None else ["raw JSON days vs compacted"]
+    for (count, worst, problems), label in zip(checks, labels, strict=True):
         verdict = "agree" if not problems else f"DIFFER in {len(problems)} records"
         print(
             f"check ({label}): {count} records ({pipe['result_days']} days"
@@ -850,6 +857,11 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000, help="events per object (default 2000)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="writer processes")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="DuckDB threads")
+    parser.add_argument(
+        "--main-only",
+        action="store_true",
+        help="only the pipeline and DuckDB with --threads (no raw-days run, no 1-thread DuckDB run)",
+    )
     parser.add_argument("--profile", help="write a cProfile of run.execute to this file")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
