@@ -62,10 +62,9 @@ openapi: install
 bench: install
 	$(BIN)/python bench/cold_start.py
 
-# DuckDB is a bench-only dependency (pyproject's `bench` extra). PULSE_ARGS= for the full size.
+# PULSE_ARGS= for the full size.
 PULSE_ARGS ?= --quick
 bench-pulse: install
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/pulse.py $(PULSE_ARGS)
 
 bench-load: install

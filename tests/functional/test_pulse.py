@@ -579,23 +579,14 @@ def test_compaction_is_idempotent_and_backfills_are_read_once(
     }
     send([late], now=NOW + HOUR)
     events.append(late)
-    table, _ = daydata.read_day(ds(day))
-    got = sorted(
-        zip(
-            table["event"].to_pylist(),
-            table["timestamp"].to_pylist(),
-            table["userID"].to_pylist(),
-            strict=True,
-        )
-    )
+    got = sorted(daydata.read_rows(ds(day), ["event", "timestamp", "userID"]))
     assert got == _rows(events, day)
     run.load_pulse(kinds.EXPERIMENT, exp_id, now=NOW + HOUR)
     new_keys = _compacted(day)
     assert len(new_keys) == 2 and new_keys[1] != keys[1]  # a new Parquet file, the old one removed
     manifest = json.loads(s3.get(new_keys[0]))
     assert manifest["sources"] == sorted(s3.keys(s3.day_prefix(ds(day)))) and manifest["rows"] == len(got)
-    table, _ = daydata.read_day(ds(day))
-    assert table.num_rows == len(got)
+    assert len(daydata.read_rows(ds(day), ["event"])) == len(got)
     assert_all_days(exp_id, reference(events, exp_id, now=NOW + HOUR)[1])
 
 

@@ -5,8 +5,8 @@ locally, `expconsole import` calls `import_object` itself for each file it uploa
 `imports/date=<day>/<name>` (`<name>` may hold `/`); a name whose last part starts with `_`
 (the reports below) or `.` is skipped, and a key of any other shape is ignored (logged).
 
-Formats, by extension, each optionally followed by `.gz`: `.parquet` (read one record batch
-at a time), `.jsonl` / `.ndjson` / `.json` (JSON lines: one event object per line, blank lines
+Formats, by extension, each optionally followed by `.gz`: `.parquet` (read through DuckDB, a batch
+of rows at a time), `.jsonl` / `.ndjson` / `.json` (JSON lines: one event object per line, blank lines
 skipped; a `.json` file holding an array is refused with a message saying so), `.csv` (UTF-8,
 a header row). Rows follow the event model of models/events.py: `{event, user: {userID,
 stableID?, ...}, timestamp (ms), metadata, value?}`.
@@ -26,7 +26,7 @@ every cell is text and stays text, except that
     `user.tags:json` (any JSON value), `:string` (the default). Only `value`, `user.<field>`
     and `metadata.<key>` take a suffix; a cell that does not parse as its type rejects its row.
 So a `value` column holding `12` stores the string "12"; `value:number` stores the number 12.
-In Parquet the schema gives the types: `timestamp` is an integer column (ms) or an Arrow
+In Parquet the schema gives the types: `timestamp` is an integer column (ms) or a Parquet
 timestamp of any unit and zone (read as UTC, truncated to ms); decimals become numbers.
 
 Validation: each row exactly as ingestion validates an event (models.events.check_event),
@@ -215,8 +215,8 @@ def _object_text(text: str) -> dict[str, Any]:
 
 def _object_value(value: Any) -> dict[str, Any] | None:
     """A Parquet user/metadata cell: struct (nulls are absent fields), map, or JSON object text."""
-    if isinstance(value, dict):
-        return {k: _native(v) for k, v in value.items() if v is not None}
+    if isinstance(value, dict):  # a struct or a map column
+        return {str(k): _native(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):  # a map column: [(key, value), ...]
         try:
             return {str(k): _native(v) for k, v in value if v is not None}
@@ -422,39 +422,42 @@ def _repair(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+# A Parquet file's rows through DuckDB; timestamp columns (any unit, zoned or not) as epoch ms.
+PARQUET_SCHEMA_SQL = "DESCRIBE SELECT * FROM read_parquet({file})"
+PARQUET_ROWS_SQL = "SELECT {columns} FROM read_parquet({file})"
+EPOCH_MS = "CAST(floor(epoch_us({column}) / 1000.0) AS BIGINT)"  # floor: as integer division would
+
+
 def _parquet_rows(path: Path) -> Iterator[Row]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import duckdb
 
+    file = "'" + str(path).replace("'", "''") + "'"
+    con = duckdb.connect(":memory:", config={"autoload_known_extensions": False, "threads": 1})
     try:
-        parquet = pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as exc:
-        raise BadFile(f"is not a readable Parquet file ({exc})") from None
-    names = parquet.schema_arrow.names
-    cols = columns(names, csv_types=False)
-    index = {name: i for i, name in enumerate(names)}
-    order = [index[c.name] for c in cols]
-    for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
-        values = [_parquet_column(batch.column(i)) for i in order]
-        for r in range(batch.num_rows):
-            event, reasons, failed = _build(cols, [column[r] for column in values])
-            yield (lambda b=batch, r=r: b.slice(r, 1).to_pylist()[0]), event, reasons, failed, None
-
-
-def _parquet_column(array: Any) -> list[Any]:
-    """A column's values; timestamps as integer milliseconds (UTC), whatever their unit."""
-    import pyarrow as pa
-
-    if pa.types.is_timestamp(array.type):
-        ints = array.cast(pa.int64()).to_pylist()
-        unit = array.type.unit
-        if unit == "s":
-            return [None if v is None else v * 1000 for v in ints]
-        if unit == "ms":
-            return ints
-        divisor = 1000 if unit == "us" else 1_000_000
-        return [None if v is None else v // divisor for v in ints]
-    return array.to_pylist()
+        try:
+            schema = con.execute(PARQUET_SCHEMA_SQL.format(file=file)).fetchall()
+        except duckdb.Error as exc:
+            raise BadFile(f"is not a readable Parquet file ({exc})") from None
+        names = [row[0] for row in schema]
+        types = {row[0]: str(row[1]) for row in schema}
+        cols = columns(names, csv_types=False)
+        quoted = {name: '"' + name.replace('"', '""') + '"' for name in names}
+        picked = [
+            EPOCH_MS.format(column=quoted[c.name])
+            if types[c.name].startswith("TIMESTAMP")
+            else quoted[c.name]
+            for c in cols
+        ]
+        select = ", ".join([*picked, *quoted.values()])
+        cursor = con.execute(PARQUET_ROWS_SQL.format(columns=select, file=file))
+        width = len(picked)
+        while batch := cursor.fetchmany(PARQUET_BATCH_ROWS):
+            for row in batch:
+                event, reasons, failed = _build(cols, list(row[:width]))
+                as_read = dict(zip(names, row[width:], strict=True))
+                yield (lambda r=as_read: r), event, reasons, failed, None
+    finally:
+        con.close()
 
 
 # --- one file ----------------------------------------------------------------------------------

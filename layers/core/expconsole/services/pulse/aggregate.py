@@ -1,4 +1,4 @@
-"""Per-day unit aggregates of one experiment or holdout: the day's events reduced to units.
+"""Per-day unit aggregates of one experiment or holdout: the day's events reduced to units, in SQL.
 
 For day D, every unit with an exposure or a metric event that day gets one row: its first
 valid exposure of the day (time and group), and per atom (plan.Atom) the count `n<i>` and sum
@@ -13,367 +13,343 @@ Exposures: the first `console::experiment_exposure` (metadata `experiment`, `gro
 `console::holdout_exposure` (`holdout`, `heldOut`). Exposures before the start are ignored;
 those to unknown or disabled groups, or at or after the decision, are counted (health) but do
 not expose the unit.
+
+The statements are the module's SQL templates below, filled with the plan's atoms and criteria
+(`criterion_sql`); DuckDB runs them over the day's events (daydata.day_select) and writes the
+three parts as Parquet.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
-from typing import Any
+from pathlib import Path
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
+import duckdb
 
+from expconsole.services.pulse import engine
 from expconsole.services.pulse.daydata import number_of
+from expconsole.services.pulse.engine import literal
 from expconsole.services.pulse.plan import Atom, EntityPlan
 
-NO_EXPOSURE = np.iinfo(np.int64).max
 GROUP_SEP = "\x1f"
 HEALTH_KEYS = ("valid", "unknownGroup", "disabledGroup", "afterDecision")
+PARTS = ("units", "distinct", "funnel")
+
+
+@dataclasses.dataclass
+class DayEvents:
+    """A day's events for aggregate_day: the connection, the SELECT of its events, where parts go."""
+
+    con: duckdb.DuckDBPyConnection
+    select: str
+    out: Path
 
 
 @dataclasses.dataclass
 class DayAggregate:
-    units: pa.Table
-    distinct: pa.Table
-    funnel: pa.Table
+    files: dict[str, Path]  # part name -> local Parquet file
     health: dict[str, int]
 
-    def to_parquet(self) -> dict[str, bytes]:
-        out = {}
-        for name in ("units", "distinct", "funnel"):
-            sink = io.BytesIO()
-            pq.write_table(getattr(self, name), sink, compression="zstd")
-            out[name] = sink.getvalue()
-        return out
 
-    @classmethod
-    def from_parquet(cls, parts: dict[str, bytes], health: dict[str, int]) -> DayAggregate:
-        tables = {name: pq.read_table(io.BytesIO(parts[name])) for name in ("units", "distinct", "funnel")}
-        return cls(tables["units"], tables["distinct"], tables["funnel"], health)
-
-
-DISTINCT_SCHEMA = pa.schema(
-    [("atom", pa.int32()), ("unit", pa.string()), ("value", pa.string()), ("ts", pa.int64())]
+# The queries, written once: DuckDB runs them (engine.py materialises each step), and their
+# Trino form (sqlglot) runs on Athena; tests/functional/test_pulse_sql.py checks both. They read
+# `day_source` (daydata.COLUMNS: the raw or compacted day locally, the Glue table on Athena) and
+# use only functions both engines have, so that text is not rewritten by hand for either.
+EVENTS_SQL = """
+SELECT * FROM (
+    SELECT {unit} AS unit, event, "timestamp" AS ts, value, valuenumber, metadata{user}
+    FROM day_source
+    WHERE event IN ({events})
+      AND ("timestamp" < {cutoff} OR (event = {exposure} AND "timestamp" < {exposure_cutoff}))
+) AS e
+WHERE unit IS NOT NULL
+"""
+EXPOSURES_SQL = """
+SELECT unit, ts, grp,
+    CASE
+        WHEN grp IS NULL OR grp NOT IN ({known}) THEN 'unknownGroup'
+        WHEN grp NOT IN ({enabled}) THEN 'disabledGroup'
+        WHEN {decision} IS NOT NULL AND ts >= {decision} THEN 'afterDecision'
+        WHEN ts >= {cutoff} THEN 'late'
+        ELSE 'valid'
+    END AS status
+FROM (
+    SELECT unit, ts, {group} AS grp FROM day_events WHERE event = {exposure} AND {ours} AND ts >= {start}
+) AS x
+"""
+HEALTH_SQL = "SELECT status, count(*) AS n FROM day_exposures GROUP BY status"
+FIRST_SQL = """
+SELECT unit, min(ts) AS exp_ts, arg_min(grp, ts) AS exp_group,
+    array_to_string(list_sort(list_distinct(list(grp))), {sep}) AS exp_groups
+FROM day_exposures WHERE status = 'valid' GROUP BY unit
+"""
+ATOM_SQL = (
+    "SELECT {index} AS atom, unit, ts, {weight} AS w, {distinct} AS dv FROM day_events"
+    " WHERE event = {event} AND {where}"
 )
-FUNNEL_SCHEMA = pa.schema(
-    [("funnel", pa.int32()), ("step", pa.int32()), ("unit", pa.string()), ("ts", pa.int64())]
+ATOMS_EMPTY = (
+    "SELECT CAST(NULL AS INTEGER) AS atom, CAST(NULL AS VARCHAR) AS unit, CAST(NULL AS BIGINT) AS ts,"
+    " CAST(NULL AS DOUBLE) AS w, CAST(NULL AS VARCHAR) AS dv FROM day_events WHERE false"
+)
+UNITS_SQL = """
+WITH atom_rows AS (
+    SELECT a.atom, a.unit, a.w, a.ts >= f.exp_ts AS post
+    FROM day_atoms a LEFT JOIN day_first f ON a.unit = f.unit
+),
+sums AS (SELECT unit{sums} FROM atom_rows GROUP BY unit)
+SELECT coalesce(f.unit, s.unit) AS unit, f.exp_ts, f.exp_group, f.exp_groups{columns}
+FROM day_first f FULL OUTER JOIN sums s ON f.unit = s.unit
+"""
+DISTINCT_SQL = """
+SELECT CAST(atom AS INTEGER) AS atom, unit, dv AS value, ts FROM day_atoms
+WHERE dv IS NOT NULL AND atom IN ({atoms})
+"""
+FUNNEL_ROWS = "SELECT {funnel} AS funnel, {step} AS step, unit, ts FROM day_atoms WHERE atom = {atom}"
+FUNNEL_EMPTY = (
+    "SELECT CAST(NULL AS INTEGER) AS funnel, CAST(NULL AS INTEGER) AS step, unit, ts FROM day_atoms"
+    " WHERE false"
+)
+FUNNEL_SQL = """
+SELECT CAST(funnel AS INTEGER) AS funnel, CAST(step AS INTEGER) AS step, unit, ts FROM ({union}) AS f
+"""
+# The steps in order; the first four are intermediate relations, the last four the day's results.
+STEPS = ("day_events", "day_exposures", "day_first", "day_atoms")
+OUTPUTS = ("health", *PARTS)
+# Finite doubles (Python's float() refuses nan and inf): a comparison both engines evaluate alike.
+FINITE = "BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308"
+
+
+def _path(key: str) -> str:
+    return literal("$." + json.dumps(key))
+
+
+@dataclasses.dataclass(frozen=True)
+class Field:
+    """SQL expressions of one field of an event row: its text, number, null-ness and truthiness."""
+
+    text: str
+    number: str
+    is_null: str
+    true: str
+    false: str
+
+
+def json_field(doc: str, path: str) -> Field:
+    """A field inside a JSON text column: scalars as text (strings as sent, numbers and booleans as
+    JSON writes them), numbers from that text when finite."""
+    text = f"json_extract_string({doc}, {path})"
+    number = f"(CASE WHEN TRY_CAST({text} AS DOUBLE) {FINITE} THEN TRY_CAST({text} AS DOUBLE) END)"
+    return Field(
+        text=text,
+        number=number,
+        is_null=f"({text} IS NULL)",
+        true=f"(lower({text}) = 'true')",
+        false=f"(lower({text}) = 'false')",
+    )
+
+
+VALUE_FIELD = Field(
+    text="value",
+    number="valuenumber",
+    is_null="(value IS NULL)",
+    true="(lower(value) = 'true')",
+    false="(lower(value) = 'false')",
 )
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+def field_of(ctype: str, column: str) -> Field:
+    """The field a criterion reads: the value, a metadata key, a user field or custom field."""
+    if ctype == "value" or column.startswith("!service_"):
+        return VALUE_FIELD
+    if ctype == "metadata":
+        return json_field("metadata", _path(column))
+    if ctype == "user_custom":
+        custom = literal("$.custom." + json.dumps(column))
+        present = f'json_extract("user", {custom}) IS NOT NULL'
+        own = json_field('"user"', custom)
+        top = json_field('"user"', _path(column))
+        pick = lambda a, b: f"(CASE WHEN {present} THEN {a} ELSE {b} END)"  # noqa: E731
+        return Field(
+            *(pick(getattr(own, f), getattr(top, f)) for f in ("text", "number", "is_null", "true", "false"))
+        )
+    return json_field('"user"', _path(column))
 
 
-def _truthy(value: Any) -> bool | None:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    return None
-
-
-def matches(condition: str, values: tuple[str, ...], actual: Any) -> bool:
-    """One criterion on one field value (text comparisons; numbers for >, <, >=, <=)."""
+def criterion_sql(ctype: str, column: str, condition: str, values: tuple[str, ...]) -> str:
+    """One criterion (STATS.md): text comparisons; numbers for >, <, >=, <=, and '=' on numbers."""
+    f = field_of(ctype, column)
     if condition == "is_null":
-        return actual is None
+        return f.is_null
     if condition == "non_null":
-        return actual is not None
+        return f"NOT {f.is_null}"
     if condition == "is_true":
-        return _truthy(actual) is True
+        return f"coalesce({f.true}, false)"
     if condition == "is_false":
-        return _truthy(actual) is False
-    text = _text(actual)
+        return f"coalesce({f.false}, false)"
+    listed = ", ".join(literal(v) for v in values) or "NULL"
+    any_of = " OR ".join(f"strpos({f.text}, {literal(v)}) > 0" for v in values) or "false"
     if condition == "in":
-        return text is not None and text in values
+        return f"coalesce({f.text} IN ({listed}), false)"
     if condition == "not_in":
-        return text is None or text not in values
+        return f"({f.text} IS NULL OR NOT coalesce({f.text} IN ({listed}), false))"
     if condition == "contains":
-        return text is not None and any(v in text for v in values)
+        return f"({f.text} IS NOT NULL AND ({any_of}))"
     if condition == "not_contains":
-        return text is None or not any(v in text for v in values)
+        return f"({f.text} IS NULL OR NOT ({any_of}))"
+    bound = number_of(values[0]) if values else None
     if condition == "=":
-        if text is None:
-            return False
-        if text == values[0]:
-            return True
-        a, b = number_of(actual), number_of(values[0])
-        return a is not None and b is not None and a == b
-    number, bound = number_of(actual), number_of(values[0])
-    if number is None or bound is None:
-        return False
-    return {">": number > bound, "<": number < bound, ">=": number >= bound, "<=": number <= bound}[condition]
+        if not values:
+            return "false"
+        numeric = f" OR {f.number} = {bound!r}" if bound is not None else ""
+        return f"coalesce({f.text} = {literal(values[0])}{numeric}, false)"
+    op = {">": ">", "<": "<", ">=": ">=", "<=": "<="}.get(condition)
+    if op is None or bound is None:
+        return "false"
+    return f"coalesce({f.number} {op} {bound!r}, false)"
 
 
-class _Row:
-    """Lazily parsed JSON fields of one event row (criteria, metadata measures, custom ids)."""
-
-    __slots__ = ("_m", "_u", "metadata_text", "user_text", "value")
-
-    def __init__(self, metadata_text: str | None, user_text: str | None, value: Any) -> None:
-        self.metadata_text, self.user_text, self.value = metadata_text, user_text, value
-        self._m: dict[str, Any] | None = None
-        self._u: dict[str, Any] | None = None
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        if self._m is None:
-            self._m = json.loads(self.metadata_text) if self.metadata_text else {}
-        return self._m
-
-    @property
-    def user(self) -> dict[str, Any]:
-        if self._u is None:
-            self._u = json.loads(self.user_text) if self.user_text else {}
-        return self._u
-
-    def field(self, ctype: str, column: str) -> Any:
-        if ctype == "value" or column.startswith("!service_"):
-            return self.value
-        if ctype == "metadata":
-            return self.metadata.get(column)
-        if ctype == "user_custom":
-            custom = self.user.get("custom")
-            if isinstance(custom, dict) and column in custom:
-                return custom[column]
-        return self.user.get(column)
-
-
-def needed_columns(plan: EntityPlan) -> list[str]:
-    """The day columns an aggregate reads: the user JSON only for custom ids or user criteria."""
-    columns = ["event", "timestamp", "userID", "stableID", "value", "valueNumber", "metadata"]
-    user_criteria = any(c[0] in ("user", "user_custom") for a in plan.atoms for c in a.criteria)
-    if plan.id_type not in ("userID", "stableID") or user_criteria:
-        columns.append("user")
-    return columns
-
-
-def unit_column(table: pa.Table, id_type: str) -> pa.Array:
-    """The unit id of each event for the plan's id type (null when the event has none)."""
+def unit_sql(id_type: str) -> str:
+    """The unit id of an event for the plan's id type (NULL when the event has none)."""
     if id_type in ("userID", "stableID"):
-        return table[id_type].combine_chunks()
-    out = []
-    for text in table["user"].to_pylist():
-        user = json.loads(text) if text else {}
-        custom = user.get("customIDs")
-        value = custom.get(id_type) if isinstance(custom, dict) else None
-        value = value if value is not None else user.get(id_type)
-        out.append(value if isinstance(value, str) and value else None)
-    return pa.array(out, pa.string())
+        return id_type.lower()
+    custom = literal("$.customIDs." + json.dumps(id_type))
+    own, top = (f'json_extract_string("user", {path})' for path in (custom, _path(id_type)))
+    return f"NULLIF(coalesce({own}, {top}), '')"
 
 
-def _exposure_group(plan: EntityPlan, metadata: dict[str, Any]) -> tuple[bool, str | None]:
-    """(is this entity's exposure, group id or None)."""
+def needs_user(plan: EntityPlan) -> bool:
+    """Whether the aggregate reads the user JSON: custom ids or user criteria."""
+    user_criteria = any(c[0] in ("user", "user_custom") for a in plan.atoms for c in a.criteria)
+    return plan.id_type not in ("userID", "stableID") or user_criteria
+
+
+def _exposure_sql(plan: EntityPlan) -> tuple[str, str]:
+    """(is this entity's exposure, its group or NULL) over day_events rows."""
     if plan.exposure_event.endswith("holdout_exposure"):
-        if str(metadata.get("holdout")) != plan.id:
-            return False, None
-        held = _truthy(metadata.get("heldOut"))
-        return True, None if held is None else ("control" if held else "test")
-    if str(metadata.get("experiment")) != plan.id:
-        return False, None
-    group = metadata.get("group")
-    return True, group if isinstance(group, str) else None
+        held = json_field("metadata", _path("heldOut"))
+        ours = json_field("metadata", _path("holdout")).text
+        group = f"(CASE WHEN {held.true} THEN 'control' WHEN {held.false} THEN 'test' END)"
+    else:
+        ours = json_field("metadata", _path("experiment")).text
+        group = json_field("metadata", _path("group")).text
+    return f"coalesce({ours} = {literal(plan.id)}, false)", group
+
+
+def _atom_sql(index: int, atom: Atom, plan: EntityPlan, cutoff_ms: int) -> str:
+    where = [criterion_sql(*c) for c in atom.criteria]
+    if atom.event == plan.exposure_event:
+        where.append(f"ts < {cutoff_ms}")  # exposures past the end were read for health only
+    if atom.measure == "value":
+        weight = "coalesce(valuenumber, 0.0)"
+    elif atom.measure == "metadata":
+        weight = f"coalesce({json_field('metadata', _path(atom.key or '')).number}, 0.0)"
+    else:
+        weight = "CAST(NULL AS DOUBLE)"
+    if atom.measure == "distinct":
+        distinct = json_field("metadata", _path(atom.key)).text if atom.key else "value"
+    else:
+        distinct = "CAST(NULL AS VARCHAR)"
+    return ATOM_SQL.format(
+        index=index,
+        weight=weight,
+        distinct=distinct,
+        event=literal(atom.event),
+        where=" AND ".join(where) or "true",
+    )
+
+
+def _values(items: list[str]) -> str:
+    return ", ".join(literal(i) for i in items) or "NULL"
+
+
+def day_queries(plan: EntityPlan, cutoff_ms: int, exposure_cutoff_ms: int) -> dict[str, str]:
+    """The SELECT of every step and output (STEPS, OUTPUTS), each reading `day_source` or earlier steps."""
+    events_needed = sorted({a.event for a in plan.atoms} | {plan.exposure_event})
+    ours, group = _exposure_sql(plan)
+    atoms = [_atom_sql(i, a, plan, cutoff_ms) for i, a in enumerate(plan.atoms)]
+    sums, columns = [], []
+    for i, atom in enumerate(plan.atoms):
+        sums += [
+            f", count(*) FILTER (WHERE atom = {i}) AS n{i}",
+            f", count(*) FILTER (WHERE atom = {i} AND post) AS np{i}",
+        ]
+        columns += [
+            f", CAST(coalesce(s.n{i}, 0) AS DOUBLE) AS n{i}",
+            f", CAST(coalesce(s.np{i}, 0) AS DOUBLE) AS np{i}",
+        ]
+        if atom.measure in ("value", "metadata"):
+            sums += [
+                f", sum(w) FILTER (WHERE atom = {i}) AS s{i}",
+                f", sum(w) FILTER (WHERE atom = {i} AND post) AS sp{i}",
+            ]
+            columns += [f", coalesce(s.s{i}, 0.0) AS s{i}", f", coalesce(s.sp{i}, 0.0) AS sp{i}"]
+    steps = [
+        FUNNEL_ROWS.format(funnel=f, step=s, atom=a)
+        for f, funnel in enumerate(plan.funnels)
+        for s, a in enumerate(funnel.steps)
+    ]
+    distinct_atoms = [str(i) for i, a in enumerate(plan.atoms) if a.distinct]
+    return {
+        "day_events": EVENTS_SQL.format(
+            unit=unit_sql(plan.id_type),
+            user=', "user"' if needs_user(plan) else "",
+            events=_values(events_needed),
+            cutoff=cutoff_ms,
+            exposure=literal(plan.exposure_event),
+            exposure_cutoff=exposure_cutoff_ms,
+        ),
+        "day_exposures": EXPOSURES_SQL.format(
+            known=_values([g["id"] for g in plan.groups]),
+            enabled=_values([g["id"] for g in plan.groups if not g.get("disabled")]),
+            decision="NULL" if plan.decision_ms is None else plan.decision_ms,
+            cutoff=cutoff_ms,
+            group=group,
+            exposure=literal(plan.exposure_event),
+            ours=ours,
+            start=plan.start_ms,
+        ),
+        "day_first": FIRST_SQL.format(sep=literal(GROUP_SEP)),
+        "day_atoms": "\nUNION ALL\n".join(atoms) if atoms else ATOMS_EMPTY,
+        "health": HEALTH_SQL,
+        "units": UNITS_SQL.format(sums="".join(sums), columns="".join(columns)),
+        "distinct": DISTINCT_SQL.format(atoms=", ".join(distinct_atoms) or "NULL"),
+        "funnel": FUNNEL_SQL.format(union="\nUNION ALL\n".join(steps) if steps else FUNNEL_EMPTY),
+    }
+
+
+def with_form(queries: dict[str, str], output: str) -> str:
+    """One output as a single statement: the steps as common table expressions (Athena's form)."""
+    ctes = ",\n".join(f"{name} AS ({queries[name].strip()})" for name in STEPS)
+    return f"WITH {ctes}\n{queries[output].strip()}"
 
 
 def aggregate_day(
-    plan: EntityPlan, table: pa.Table, cutoff_ms: int, exposure_cutoff_ms: int | None = None
+    plan: EntityPlan, table: DayEvents, cutoff_ms: int, exposure_cutoff_ms: int | None = None
 ) -> DayAggregate:
-    """The day's unit aggregates (events at or after `cutoff_ms` are left out).
+    """The day's unit aggregates (events at or after `cutoff_ms` are left out), as Parquet files.
 
     Exposures up to `exposure_cutoff_ms` (default `cutoff_ms`) are read: those at or after
     `cutoff_ms` (the decision) only count for health, as `afterDecision` (or unknown/disabled).
     """
+    con = table.con
     exposure_cutoff_ms = cutoff_ms if exposure_cutoff_ms is None else max(cutoff_ms, exposure_cutoff_ms)
-    events_needed = {a.event for a in plan.atoms} | {plan.exposure_event}
-    timestamps = table["timestamp"]
-    keep = pc.and_(
-        pc.is_in(table["event"], value_set=pa.array(sorted(events_needed), pa.string())),
-        pc.or_(
-            pc.less(timestamps, pa.scalar(cutoff_ms, pa.int64())),
-            pc.and_(
-                pc.equal(table["event"], plan.exposure_event),
-                pc.less(timestamps, pa.scalar(exposure_cutoff_ms, pa.int64())),
-            ),
-        ),
-    )
-    table = table.filter(keep)
-    units = unit_column(table, plan.id_type)
-    has_unit = pc.is_valid(units)
-    table, units = table.filter(has_unit), units.filter(has_unit)
-    encoded = (
-        pc.dictionary_encode(units).combine_chunks()
-        if isinstance(units, pa.ChunkedArray)
-        else pc.dictionary_encode(units)
-    )
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    dictionary = encoded.dictionary
-    n_units = len(dictionary)
-    ts = table["timestamp"].to_numpy()
-    event = table["event"]
+    queries = day_queries(plan, cutoff_ms, exposure_cutoff_ms)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW day_source AS {table.select}")
+    for name in STEPS:
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {engine.dialect(queries[name])}")
     health = dict.fromkeys(HEALTH_KEYS, 0)
-
-    # Exposures of the day: first valid one per unit, and every valid group seen.
-    exp_ts = np.full(n_units, NO_EXPOSURE, dtype=np.int64)
-    exp_group: list[str | None] = [None] * n_units
-    groups_seen: dict[int, set[str]] = {}
-    enabled = {g["id"] for g in plan.groups if not g.get("disabled")}
-    known = {g["id"] for g in plan.groups}
-    exposure_rows = np.flatnonzero(pc.equal(event, plan.exposure_event).to_numpy(zero_copy_only=False))
-    if exposure_rows.size:
-        metadata = table["metadata"].take(pa.array(exposure_rows)).to_pylist()
-        for row, text in zip(exposure_rows.tolist(), metadata, strict=True):
-            ours, group = _exposure_group(plan, json.loads(text) if text else {})
-            t = int(ts[row])
-            if not ours or t < plan.start_ms:
-                continue
-            if group is None or group not in known:
-                health["unknownGroup"] += 1
-            elif group not in enabled:
-                health["disabledGroup"] += 1
-            elif plan.decision_ms is not None and t >= plan.decision_ms:
-                health["afterDecision"] += 1
-            elif t >= cutoff_ms:
-                continue  # past the analysis end without a decision: not an exposure of the analysis
-            else:
-                health["valid"] += 1
-                code = int(codes[row])
-                groups_seen.setdefault(code, set()).add(group)
-                if t < exp_ts[code]:
-                    exp_ts[code], exp_group[code] = t, group
-
-    columns: dict[str, Any] = {}
-    distinct_parts: list[pa.Table] = []
-    row_cache: dict[int, _Row] = {}
-    metadata_col = table["metadata"]
-    user_col = table["user"] if "user" in table.column_names else None
-    value_col = table["value"]
-    value_number = table["valueNumber"].fill_null(0.0).to_numpy()
-
-    def row_of(i: int) -> _Row:
-        row = row_cache.get(i)
-        if row is None:
-            row = row_cache[i] = _Row(
-                metadata_col[i].as_py(),
-                user_col[i].as_py() if user_col is not None else None,
-                _value_of(value_col[i].as_py()),
-            )
-        return row
-
-    atom_rows: list[np.ndarray] = []
-    for index, atom in enumerate(plan.atoms):
-        rows = np.flatnonzero(pc.equal(event, atom.event).to_numpy(zero_copy_only=False))
-        if atom.event == plan.exposure_event:
-            rows = rows[ts[rows] < cutoff_ms]  # exposures past the end were read for health only
-        if atom.criteria and rows.size:
-            rows = np.array(
-                [
-                    i
-                    for i in rows.tolist()
-                    if all(matches(c, v, row_of(i).field(t, col)) for t, col, c, v in atom.criteria)
-                ],
-                dtype=np.int64,
-            )
-        atom_rows.append(rows)
-        g = codes[rows]
-        post = ts[rows] >= exp_ts[g]
-        if atom.measure == "distinct":
-            values = [
-                _text(row_of(i).metadata.get(atom.key)) if atom.key else value_col[i].as_py()
-                for i in rows.tolist()
-            ]
-            present = np.array([v is not None for v in values], dtype=bool)
-            distinct_parts.append(
-                pa.table(
-                    {
-                        "atom": pa.array(np.full(int(present.sum()), index, dtype=np.int32)),
-                        "unit": dictionary.take(pa.array(g[present])),
-                        "value": pa.array([v for v in values if v is not None], pa.string()),
-                        "ts": pa.array(ts[rows][present]),
-                    },
-                    schema=DISTINCT_SCHEMA,
-                )
-            )
-            weights = None
-        elif atom.measure == "value":
-            weights = value_number[rows]
-        elif atom.measure == "metadata":
-            weights = np.array(
-                [number_of(row_of(i).metadata.get(atom.key)) or 0.0 for i in rows.tolist()], dtype=float
-            )
-        else:
-            weights = None
-        columns[f"n{index}"] = np.bincount(g, minlength=n_units).astype(float)
-        columns[f"np{index}"] = np.bincount(g[post], minlength=n_units).astype(float)
-        if weights is not None:
-            columns[f"s{index}"] = np.bincount(g, weights=weights, minlength=n_units)
-            columns[f"sp{index}"] = np.bincount(g[post], weights=weights[post], minlength=n_units)
-
-    funnel_parts = []
-    for f_index, funnel in enumerate(plan.funnels):
-        for step, atom_index in enumerate(funnel.steps):
-            rows = atom_rows[atom_index]
-            funnel_parts.append(
-                pa.table(
-                    {
-                        "funnel": pa.array(np.full(rows.size, f_index, dtype=np.int32)),
-                        "step": pa.array(np.full(rows.size, step, dtype=np.int32)),
-                        "unit": dictionary.take(pa.array(codes[rows])),
-                        "ts": pa.array(ts[rows]),
-                    },
-                    schema=FUNNEL_SCHEMA,
-                )
-            )
-
-    # Keep the units that carry something: an exposure or any matching event.
-    relevant = exp_ts != NO_EXPOSURE
-    for name, values in columns.items():
-        if name.startswith("n") and not name.startswith("np"):
-            relevant |= values > 0
-    keep_codes = np.flatnonzero(relevant)
-    exposed = exp_ts[keep_codes] != NO_EXPOSURE
-    unit_table = {
-        "unit": dictionary.take(pa.array(keep_codes)),
-        "exp_ts": pa.array(exp_ts[keep_codes], mask=~exposed),
-        "exp_group": pa.array([exp_group[c] for c in keep_codes.tolist()], pa.string()),
-        "exp_groups": pa.array(
-            [
-                GROUP_SEP.join(sorted(groups_seen[c])) if c in groups_seen else None
-                for c in keep_codes.tolist()
-            ],
-            pa.string(),
-        ),
-    }
-    for name, values in columns.items():
-        unit_table[name] = pa.array(values[keep_codes])
-    return DayAggregate(
-        units=pa.table(unit_table),
-        distinct=pa.concat_tables(distinct_parts) if distinct_parts else DISTINCT_SCHEMA.empty_table(),
-        funnel=pa.concat_tables(funnel_parts) if funnel_parts else FUNNEL_SCHEMA.empty_table(),
-        health=health,
-    )
+    for status, count in con.execute(engine.dialect(queries["health"])).fetchall():
+        if status in health:
+            health[status] = int(count)
+    table.out.mkdir(parents=True, exist_ok=True)
+    files = {name: table.out / f"{name}.parquet" for name in PARTS}
+    for name in PARTS:
+        target = literal(str(files[name]))
+        con.execute(f"COPY ({engine.dialect(queries[name])}) TO {target} (FORMAT parquet, COMPRESSION zstd)")
+    for name in (*reversed(STEPS), "day_source"):
+        con.execute(f"DROP {'VIEW' if name == 'day_source' else 'TABLE'} IF EXISTS {name}")
+    return DayAggregate(files, health)
 
 
-def _is_json_number(raw: Any) -> bool:
-    """Stored value text that was a JSON number (strings stay strings for criteria)."""
-    return isinstance(raw, str) and raw[:1] in "-0123456789" and number_of(raw) is not None
-
-
-def _value_of(raw: Any) -> Any:
-    """The event value for criteria: a JSON number as the number sent (an int stays an int, so
-    `in ["10"]` matches the value 10, as its text "10" does), anything else as stored."""
-    if _is_json_number(raw):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            pass
-    return raw
-
-
-__all__ = ["Atom", "DayAggregate", "aggregate_day", "matches"]
+__all__ = ["Atom", "DayAggregate", "DayEvents", "aggregate_day", "criterion_sql", "day_queries", "with_form"]

@@ -7,33 +7,76 @@ when the unit was exposed before that day (the `np`/`sp` columns on the exposure
 and to its pre-period sums when the unit's exposure day is 1 to 7 days later. After each day
 from the start, the unit values of every metric (STATS.md) over the rollup window, winsorized,
 give one `GroupStatistics` record per (metric, group): cumulative, as store.group_stats keeps
-them. Memory: one day's aggregate at a time plus a few float arrays per atom over the exposed
-units.
+them. DuckDB reads the stored day parts (local Parquet) and joins them to the numbered exposed
+units (the `exposed` table); distinct-value rows stay in DuckDB tables and are counted there.
+Memory: one day's per-unit sums at a time plus a few float arrays per atom over the exposed units.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import io
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from expconsole.models.results import GroupStatistics
 from expconsole.services.pulse.aggregate import GROUP_SEP
+from expconsole.services.pulse.engine import literal
 from expconsole.services.pulse.plan import PRE_DAYS, WINSORIZED, EntityPlan, Funnel, MetricPlan
 from expconsole.services.results import record_of
 from expconsole.stats import CupedRatioStatistic, CupedStatistic
 from expconsole.stats.health import srm_check
 from expconsole.stats.winsor import winsorize
 
-Parts = dict[str, bytes]
+Parts = dict[str, Path]  # part name (units, distinct, funnel) -> local Parquet file
+
+# Pass 1: every unit's first valid exposure (day, time, group), numbered, and whether it crossed.
+EXPOSED_SQL = """
+CREATE OR REPLACE TEMP TABLE exposed AS
+SELECT CAST(row_number() OVER (ORDER BY unit) - 1 AS BIGINT) AS code, unit, e_day, e_ts, e_group, crossover
+FROM (
+    SELECT unit, arg_min(day, exp_ts) AS e_day, min(exp_ts) AS e_ts, arg_min(exp_group, exp_ts) AS e_group,
+        count(DISTINCT exp_groups) > 1 OR bool_or(contains(exp_groups, {sep})) AS crossover
+    FROM ({days}) GROUP BY unit
+)
+"""
+EXPOSURE_DAY = """
+SELECT unit, exp_ts, exp_group, exp_groups, {day} AS day FROM read_parquet({file}) WHERE exp_ts IS NOT NULL
+"""
+EXPOSURE_NONE = """
+SELECT NULL::VARCHAR AS unit, NULL::BIGINT AS exp_ts, NULL::VARCHAR AS exp_group,
+    NULL::VARCHAR AS exp_groups, NULL::INTEGER AS day WHERE false
+"""
+EXPOSED_ARRAYS = """
+SELECT CAST(e_day AS BIGINT) AS e_day, e_ts, CASE e_group {cases} ELSE -1 END AS e_group
+FROM exposed ORDER BY code
+"""
+DAY_UNITS = "SELECT e.code{columns} FROM read_parquet({file}) u JOIN exposed e ON u.unit = e.unit"
+# Distinct-value rows of exposed units, post-exposure and pre-period, kept for the result days.
+DISTINCT_TABLES = """
+CREATE OR REPLACE TEMP TABLE distinct_post (atom INTEGER, code BIGINT, value VARCHAR, day INTEGER);
+CREATE OR REPLACE TEMP TABLE distinct_pre (atom INTEGER, code BIGINT, value VARCHAR, day INTEGER);
+"""
+DISTINCT_DAY = """
+INSERT INTO distinct_{into}
+SELECT r.atom, e.code, r.value, {day} FROM read_parquet({file}) r JOIN exposed e ON r.unit = e.unit
+WHERE {where}
+"""
+DISTINCT_POST = "e.e_day < {day} OR (e.e_day = {day} AND r.ts >= e.e_ts)"
+DISTINCT_PRE = "e.e_day > {day} AND e.e_day - {pre} <= {day}"
+DISTINCT_COUNT = """
+SELECT code, count(DISTINCT value) AS n FROM distinct_{table}
+WHERE atom = {atom} AND day >= {first_day} GROUP BY code
+"""
+FUNNEL_DAY = """
+SELECT CAST(r.funnel AS BIGINT) AS funnel, CAST(r.step AS BIGINT) AS step, e.code, r.ts
+FROM read_parquet({file}) r JOIN exposed e ON r.unit = e.unit
+"""
 
 
 @dataclasses.dataclass
@@ -49,8 +92,8 @@ class Analysis:
     health: dict[str, Any]
 
 
-def read(parts: Parts, name: str, columns: list[str] | None = None) -> pa.Table:
-    return pq.read_table(io.BytesIO(parts[name]), columns=columns)
+def _arrays(con: duckdb.DuckDBPyConnection, sql: str) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v) for k, v in con.execute(sql).fetchnumpy().items()}
 
 
 class _Window:
@@ -80,6 +123,7 @@ def _day_number(ds: str) -> int:
 
 
 def analyse(
+    con: duckdb.DuckDBPyConnection,
     plan: EntityPlan,
     days: list[str],
     parts: list[Parts],
@@ -94,65 +138,50 @@ def analyse(
     group_code = {g: i for i, g in enumerate(analysed)}
 
     # Pass 1: first exposures.
-    frames = []
-    for i in range(first_result, n_days):
-        t = read(parts[i], "units", ["unit", "exp_ts", "exp_group", "exp_groups"])
-        t = t.filter(pc.is_valid(t["exp_ts"]))
-        frames.append(t.append_column("day", pa.array(np.full(t.num_rows, i, dtype=np.int32))))
-    exposures = pa.concat_tables(frames) if frames else None
-    if exposures is not None and exposures.num_rows:
-        enc = pc.dictionary_encode(exposures["unit"]).combine_chunks()
-        codes = enc.indices.to_numpy(zero_copy_only=False)
-        order = np.lexsort((exposures["exp_ts"].to_numpy(), codes))
-        _, first = np.unique(codes[order], return_index=True)
-        pick = order[first]
-        units = enc.dictionary.take(pa.array(codes[pick]))
-        e_day = exposures["day"].to_numpy()[pick].astype(np.int64)
-        e_ts = exposures["exp_ts"].to_numpy()[pick]
-        groups = exposures["exp_group"].to_numpy(zero_copy_only=False)[pick]
-        e_group = np.array([group_code.get(g, -1) for g in groups], dtype=np.int64)
-        seen = pa.table({"c": pa.array(codes), "g": exposures["exp_groups"]})
-        per_unit = seen.group_by("c").aggregate([("g", "count_distinct")])
-        multi = per_unit["g_count_distinct"].to_numpy() > 1
-        multi |= np.isin(
-            per_unit["c"].to_numpy(),
-            codes[
-                pc.fill_null(pc.match_substring(exposures["exp_groups"], GROUP_SEP), False).to_numpy(
-                    zero_copy_only=False
-                )
-            ],
-        )
-        crossover_units = int(multi.sum())
-    else:
-        units = pa.array([], pa.string())
-        e_day = e_ts = e_group = np.zeros(0, dtype=np.int64)
-        crossover_units = 0
-    n_units = len(units)
+    selects = [
+        EXPOSURE_DAY.format(day=i, file=literal(str(parts[i]["units"]))) for i in range(first_result, n_days)
+    ]
+    con.execute(
+        EXPOSED_SQL.format(sep=literal(GROUP_SEP), days="\nUNION ALL\n".join(selects) or EXPOSURE_NONE)
+    )
+    cases = " ".join(f"WHEN {literal(g)} THEN {c}" for g, c in group_code.items()) or "WHEN NULL THEN -1"
+    exposed_cols = _arrays(con, EXPOSED_ARRAYS.format(cases=cases))
+    e_day = exposed_cols["e_day"].astype(np.int64)
+    e_ts = exposed_cols["e_ts"].astype(np.int64)
+    e_group = exposed_cols["e_group"].astype(np.int64)
+    crossover_units = int(con.execute("SELECT count(*) FROM exposed WHERE crossover").fetchone()[0])  # type: ignore[index]
+    n_units = len(e_day)
 
     # Pass 2: walk the days.
     window = _Window(n_atoms, n_units, plan.rollup)
     pre = np.zeros((n_atoms, 3, n_units))
-    distinct_post: list[pa.Table] = []
-    distinct_pre: list[pa.Table] = []
+    con.execute(DISTINCT_TABLES)
     trackers = [_FunnelTracker(f, n_units, plan.rollup) for f in plan.funnels]
     results: list[DayResult] = []
     first_seen: dict[str, str] = {}
     last_seen: dict[str, str] = {}
+    value_columns = []
+    for a, atom in enumerate(plan.atoms):
+        value_columns += [f"n{a}", f"np{a}"]
+        if atom.measure in ("value", "metadata"):
+            value_columns += [f"s{a}", f"sp{a}"]
     for d in range(n_days):
-        t = read(parts[d], "units")
-        g = pc.index_in(t["unit"], value_set=units).to_numpy(zero_copy_only=False)
-        g = np.where(np.isnan(g), -1, g).astype(np.int64) if g.dtype.kind == "f" else g.astype(np.int64)
-        sel = g >= 0
-        gs = g[sel]
+        t = _arrays(
+            con,
+            DAY_UNITS.format(
+                columns="".join(f", u.{c}" for c in value_columns), file=literal(str(parts[d]["units"]))
+            ),
+        )
+        gs = t["code"].astype(np.int64)
         ed = e_day[gs]
         is_full, is_first, is_pre = ed < d, ed == d, (ed > d) & (ed - PRE_DAYS <= d)
         day = window.day_target()
         for a in range(n_atoms):
-            n_all = t[f"n{a}"].to_numpy()[sel]
-            n_post = t[f"np{a}"].to_numpy()[sel]
-            has_s = f"s{a}" in t.column_names
-            s_all = t[f"s{a}"].to_numpy()[sel] if has_s else n_all
-            s_post = t[f"sp{a}"].to_numpy()[sel] if has_s else n_post
+            n_all = t[f"n{a}"].astype(float)
+            n_post = t[f"np{a}"].astype(float)
+            has_s = f"s{a}" in t
+            s_all = t[f"s{a}"].astype(float) if has_s else n_all
+            s_post = t[f"sp{a}"].astype(float) if has_s else n_post
             n_day = np.where(is_full, n_all, np.where(is_first, n_post, 0.0))
             s_day = np.where(is_full, s_all, np.where(is_first, s_post, 0.0))
             day[a, 0, gs] += n_day
@@ -163,46 +192,29 @@ def analyse(
             pre[a, 2, gs[is_pre]] += n_all[is_pre] > 0
         for tracker in trackers:
             tracker.settle_pre(e_day == d)
-        for name, post_list, pre_list in (
-            ("distinct", distinct_post, distinct_pre),
-            ("funnel", None, None),
-        ):
-            rows = read(parts[d], name)
-            if not rows.num_rows:
-                if name == "funnel":
-                    for tracker in trackers:
-                        tracker.add_day(
-                            *(np.zeros(0, dtype=np.int64),) * 3, *(np.zeros(0, dtype=np.int64),) * 3
-                        )
-                continue
-            rg = pc.index_in(rows["unit"], value_set=units).to_numpy(zero_copy_only=False)
-            rg = (
-                np.where(np.isnan(rg), -1, rg).astype(np.int64)
-                if rg.dtype.kind == "f"
-                else rg.astype(np.int64)
-            )
-            ok = rg >= 0
-            rows, rg = rows.filter(pa.array(ok)), rg[ok]
-            rts = rows["ts"].to_numpy()
+        if any(a.distinct for a in plan.atoms):
+            file = literal(str(parts[d]["distinct"]))
+            for into, where in (("post", DISTINCT_POST), ("pre", DISTINCT_PRE)):
+                con.execute(
+                    DISTINCT_DAY.format(into=into, day=d, file=file, where=where.format(day=d, pre=PRE_DAYS))
+                )
+        if trackers:
+            rows = _arrays(con, FUNNEL_DAY.format(file=literal(str(parts[d]["funnel"]))))
+            rg = rows["code"].astype(np.int64)
+            rts = rows["ts"].astype(np.int64)
             post = (e_day[rg] < d) | ((e_day[rg] == d) & (rts >= e_ts[rg]))
             before = (e_day[rg] > d) & (e_day[rg] - PRE_DAYS <= d)
-            if post_list is None or pre_list is None:
-                fidx, step = rows["funnel"].to_numpy(), rows["step"].to_numpy().astype(np.int64)
-                for index, tracker in enumerate(trackers):
-                    mine = fidx == index
-                    p, b = post & mine, before & mine
-                    tracker.add_day(rg[p], rts[p], step[p], rg[b], rts[b], step[b])
-                continue
-            rows = rows.drop_columns(["unit"]).append_column("g", pa.array(rg))
-            rows = rows.append_column("day", pa.array(np.full(rows.num_rows, d, dtype=np.int32)))
-            post_list.append(rows.filter(pa.array(post)))
-            pre_list.append(rows.filter(pa.array(before)))
+            fidx, step = rows["funnel"].astype(np.int64), rows["step"].astype(np.int64)
+            for index, tracker in enumerate(trackers):
+                mine = fidx == index
+                p, b = post & mine, before & mine
+                tracker.add_day(rg[p], rts[p], step[p], rg[b], rts[b], step[b])
         if d < first_result:
             continue
         ds = days[d]
         if progress:
             progress(ds)
-        ctx = _Context(plan, d, e_day, window.value(), pre, distinct_post, distinct_pre, trackers)
+        ctx = _Context(con, plan, d, e_day, window.value(), pre, trackers)
         exposed = e_day <= d
         in_group = {code: exposed & (e_group == code) for code in range(len(analysed))}
         counts = {gid: int(in_group[code].sum()) for gid, code in group_code.items()}
@@ -248,42 +260,33 @@ class _Context:
 
     def __init__(
         self,
+        con: duckdb.DuckDBPyConnection,
         plan: EntityPlan,
         d: int,
         e_day: np.ndarray,
         post: np.ndarray,
         pre: np.ndarray,
-        distinct_post: list[pa.Table],
-        distinct_pre: list[pa.Table],
         trackers: list[_FunnelTracker],
     ) -> None:
-        self.plan, self.d, self.e_day, self.post, self.pre = plan, d, e_day, post, pre
+        self.con, self.plan, self.d, self.e_day, self.post, self.pre = con, plan, d, e_day, post, pre
         self.n_units = len(e_day)
         first_day = d - plan.rollup + 1 if plan.rollup > 0 else -(10**9)
         self.window_days = np.where(e_day <= d, d - np.maximum(e_day, first_day) + 1, 0).astype(float)
-        self._rows = {"distinct": (distinct_post, distinct_pre)}
         self._trackers = trackers
         self._first_day = first_day
         self._cache: dict[tuple[str, int, bool], Any] = {}
-
-    def _rows_of(self, name: str, pre: bool) -> pa.Table | None:
-        parts = self._rows[name][1 if pre else 0]
-        if not parts:
-            return None
-        table = pa.concat_tables(parts)
-        if not pre:
-            table = table.filter(pc.greater_equal(table["day"], self._first_day))
-        return table
 
     def distinct_count(self, atom: int, pre: bool) -> np.ndarray:
         key = ("distinct", atom, pre)
         if key not in self._cache:
             out = np.zeros(self.n_units)
-            rows = self._rows_of("distinct", pre)
-            if rows is not None and rows.num_rows:
-                rows = rows.filter(pc.equal(rows["atom"], atom))
-                counted = rows.group_by("g").aggregate([("value", "count_distinct")])
-                out[counted["g"].to_numpy()] = counted["value_count_distinct"].to_numpy()
+            counted = _arrays(
+                self.con,
+                DISTINCT_COUNT.format(
+                    table="pre" if pre else "post", atom=atom, first_day=-(10**9) if pre else self._first_day
+                ),
+            )
+            out[counted["code"].astype(np.int64)] = counted["n"].astype(float)
             self._cache[key] = out
         return self._cache[key]
 

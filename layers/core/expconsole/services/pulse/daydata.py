@@ -1,49 +1,91 @@
-"""A day of events as an Arrow table, and the compaction of finished days into Parquet.
+"""A day of events as a DuckDB query, and the compaction of finished days into Parquet.
 
-Raw events live in `events/date=D/<hash>.jsonl.gz` (ingestion and import write them). A
-finished day is compacted into `compacted/date=D/part-<hash>.parquet`, with a manifest
-`compacted/date=D/_manifest.json` naming the raw objects it holds. The Parquet file's name
-derives from the sorted list of those objects, so compacting the same objects twice writes the
-same file (idempotent); raw objects that appear later (a backfill, an import) are read beside
-the Parquet file until the next compaction folds them in. Raw objects are kept: the events
-catalogue reads them, and the bucket's lifecycle rule expires them. `compacted/` follows the
-same `date=` partition scheme, so the Glue table of template.yaml (partition projection) lets
-Athena query it.
+Raw events live in `events/date=D/<hash>.jsonl.gz` (ingestion and import write them); DuckDB
+reads them as they are (gzip JSON lines), from local copies (engine.Spill). A finished day is
+compacted into `compacted/date=D/part-<hash>.parquet` by DuckDB (`COPY ... (FORMAT parquet)`),
+with a manifest `compacted/date=D/_manifest.json` naming the raw objects it holds. The Parquet
+file's name derives from the sorted list of those objects, so compacting the same objects twice
+writes the same file (idempotent); raw objects that appear later (a backfill, an import) are
+read beside the Parquet file until the next compaction folds them in. Raw objects are kept: the
+events catalogue reads them, and the bucket's lifecycle rule expires them. `compacted/` follows
+the same `date=` partition scheme, so the Glue table of template.yaml (partition projection)
+lets Athena query it.
 
-Columns: event, timestamp (ms), userID, stableID, user (JSON text of the whole user object),
-value (text: strings as sent, numbers as JSON text), valueNumber (the value as a number when it
-is one, or numeric text), metadata (JSON text), source, receivedTime.
+Columns (`COLUMNS`): event, timestamp (ms), userID, stableID, user (JSON text of the whole user
+object), value (text: strings as sent, numbers as JSON text), valueNumber (the value as a number
+when it is one, or finite numeric text), metadata (JSON text), source, receivedTime.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
-from collections.abc import Iterable
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+import duckdb
 
+from expconsole.services.pulse.engine import Spill, file_list, literal
 from expconsole.store import s3
 
-SCHEMA = pa.schema(
-    [
-        ("event", pa.string()),
-        ("timestamp", pa.int64()),
-        ("userID", pa.string()),
-        ("stableID", pa.string()),
-        ("user", pa.string()),
-        ("value", pa.string()),
-        ("valueNumber", pa.float64()),
-        ("metadata", pa.string()),
-        ("source", pa.string()),
-        ("receivedTime", pa.int64()),
-    ]
+COLUMNS = (
+    "event",
+    "timestamp",
+    "userID",
+    "stableID",
+    "user",
+    "value",
+    "valueNumber",
+    "metadata",
+    "source",
+    "receivedTime",
 )
 MANIFEST = "_manifest.json"
+
+# The ingestion line format read as it is: JSON fields stay JSON until a query needs them.
+RAW_COLUMNS = (
+    "{event: 'VARCHAR', timestamp: 'BIGINT', user: 'JSON', value: 'JSON', metadata: 'JSON',"
+    " source: 'VARCHAR', receivedTime: 'BIGINT'}"
+)
+# A finite number from text, as Python's float() would read it (None for nan/inf).
+FINITE = "CASE WHEN isfinite(TRY_CAST({x} AS DOUBLE)) THEN TRY_CAST({x} AS DOUBLE) END"
+RAW_SELECT = """
+SELECT
+    event,
+    "timestamp",
+    NULLIF(json_extract_string("user", '$.userID'), '') AS userID,
+    NULLIF(json_extract_string("user", '$.stableID'), '') AS stableID,
+    CAST("user" AS VARCHAR) AS "user",
+    CASE
+        WHEN json_type(value) IN ('NULL') OR value IS NULL THEN NULL
+        WHEN json_type(value) = 'VARCHAR' THEN json_extract_string(value, '$')
+        ELSE CAST(value AS VARCHAR)
+    END AS value,
+    CASE
+        WHEN json_type(value) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN CAST(value AS DOUBLE)
+        WHEN json_type(value) = 'VARCHAR' THEN {finite}
+    END AS valueNumber,
+    CASE
+        WHEN metadata IS NULL OR json_type(metadata) <> 'OBJECT' OR CAST(metadata AS VARCHAR) = '{{}}'
+        THEN NULL ELSE CAST(metadata AS VARCHAR)
+    END AS metadata,
+    source,
+    receivedTime
+FROM read_json({files}, format = 'newline_delimited', compression = 'gzip', columns = {columns})
+"""
+EMPTY_SELECT = """
+SELECT NULL::VARCHAR AS event, NULL::BIGINT AS "timestamp", NULL::VARCHAR AS userID,
+    NULL::VARCHAR AS stableID, NULL::VARCHAR AS "user", NULL::VARCHAR AS value,
+    NULL::DOUBLE AS valueNumber, NULL::VARCHAR AS metadata, NULL::VARCHAR AS source,
+    NULL::BIGINT AS receivedTime
+WHERE false
+"""
+PARQUET_SELECT = "SELECT {columns} FROM read_parquet({files})"
+# The day's raw events are parsed once into DAY_TABLE: compaction writes it, and the run's
+# aggregate of that day reads it (`compact(..., keep=True)`) instead of reading the JSON again.
+DAY_TABLE = "day_raw"
+COMPACT_TABLE = "CREATE OR REPLACE TEMP TABLE day_raw AS {select}"
+COMPACT_COPY = "COPY day_raw TO {target} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 256000)"
 
 
 def compacted_prefix(day: str) -> str:
@@ -63,28 +105,14 @@ def number_of(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def table_of_lines(lines: Iterable[str]) -> pa.Table:
-    """Raw JSON lines (as ingestion stores them) as a table of SCHEMA."""
-    cols: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
-    dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode
-    for text in lines:
-        line = json.loads(text)
-        user = line.get("user") or {}
-        value = line.get("value")
-        cols["event"].append(line["event"])
-        cols["timestamp"].append(line["timestamp"])
-        cols["userID"].append(user.get("userID") or None)
-        cols["stableID"].append(user.get("stableID") or None)
-        cols["user"].append(dumps(user))
-        cols["value"].append(
-            None if value is None else value if isinstance(value, str) else json.dumps(value)
-        )
-        cols["valueNumber"].append(number_of(value))
-        metadata = line.get("metadata")
-        cols["metadata"].append(dumps(metadata) if metadata else None)
-        cols["source"].append(line.get("source"))
-        cols["receivedTime"].append(line.get("receivedTime"))
-    return pa.Table.from_pydict(cols, schema=SCHEMA)
+def raw_select(spill: Spill, keys: list[str]) -> str:
+    """The SELECT of the raw objects' events (in COLUMNS), read from their local copies."""
+    if not keys:
+        return EMPTY_SELECT
+    files = file_list(spill.fetch(keys))
+    return RAW_SELECT.format(
+        files=files, columns=RAW_COLUMNS, finite=FINITE.format(x="json_extract_string(value, '$')")
+    )
 
 
 def raw_keys(day: str) -> list[str]:
@@ -96,15 +124,8 @@ def _manifest(day: str) -> dict[str, Any] | None:
     return json.loads(body) if body else None
 
 
-def read_raw(keys: list[str]) -> pa.Table:
-    tables = [table_of_lines(s3.decode(s3.get(key))) for key in keys]
-    return pa.concat_tables(tables) if tables else SCHEMA.empty_table()
-
-
-def read_day(
-    day: str, columns: list[str] | None = None, keys: list[str] | None = None
-) -> tuple[pa.Table, list[str]]:
-    """Every event of the day (compacted Parquet plus raw objects not in it) and the raw keys seen."""
+def day_select(spill: Spill, day: str, keys: list[str] | None = None) -> tuple[str, list[str]]:
+    """A SELECT of every event of the day (compacted Parquet plus raw objects not in it), the raw keys."""
     keys = raw_keys(day) if keys is None else keys
     manifest = _manifest(day)
     parts = []
@@ -112,38 +133,60 @@ def read_day(
     if manifest is not None:
         held = set(manifest["sources"])
         pending = [k for k in keys if k not in held]
-        body = s3.get(manifest["parquet"])
-        parts.append(pq.read_table(io.BytesIO(body), columns=columns))
-    if pending:
-        raw = read_raw(pending)
-        parts.append(raw.select(columns) if columns else raw)
-    if not parts:
-        empty = SCHEMA.empty_table()
-        return (empty.select(columns) if columns else empty), keys
-    return pa.concat_tables(parts), keys
+        columns = ", ".join(f'"{c}"' for c in COLUMNS)
+        parts.append(
+            PARQUET_SELECT.format(columns=columns, files=file_list(spill.fetch([manifest["parquet"]])))
+        )
+    if pending or not parts:
+        parts.append(raw_select(spill, pending))
+    return "\nUNION ALL\n".join(f"({p})" for p in parts), keys
+
+
+def read_rows(day: str, columns: list[str]) -> list[tuple[Any, ...]]:
+    """The day's events as rows of `columns` (what a reader outside a run sees)."""
+    with Spill() as spill:
+        select, _ = day_select(spill, day)
+        con = duckdb.connect(":memory:", config={"autoload_known_extensions": False})
+        try:
+            names = ", ".join(f'"{c}"' for c in columns)
+            return con.execute(f"SELECT {names} FROM ({select})").fetchall()
+        finally:
+            con.close()
 
 
 def sources_digest(keys: list[str]) -> str:
     return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:32]
 
 
-def compact(day: str, keys: list[str] | None = None) -> bool:
+def compact(
+    con: duckdb.DuckDBPyConnection, spill: Spill, day: str, keys: list[str] | None = None, keep: bool = False
+) -> bool:
     """Fold the day's raw objects into one Parquet file (when something new arrived); True if written.
 
     Order: Parquet first, manifest last, so a reader sees the old manifest (and reads the raw
-    objects it does not list) or the new one, whose Parquet file already exists.
+    objects it does not list) or the new one, whose Parquet file already exists. With `keep`,
+    the day's events stay in the temporary table DAY_TABLE (every event of the day) for the
+    caller, who drops it.
     """
     keys = raw_keys(day) if keys is None else keys
     manifest = _manifest(day)
     if not keys or (manifest is not None and set(keys) <= set(manifest["sources"])):
         return False
-    table = read_raw(keys).sort_by([("timestamp", "ascending")])
-    sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd", row_group_size=256_000)
     parquet_key = f"{compacted_prefix(day)}part-{sources_digest(keys)}.parquet"
-    s3.put_object(parquet_key, sink.getvalue(), "application/vnd.apache.parquet")
-    body = json.dumps({"day": day, "parquet": parquet_key, "sources": keys, "rows": table.num_rows})
-    s3.put_object(compacted_prefix(day) + MANIFEST, body.encode(), "application/json")
+    target = spill.path(parquet_key)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    con.execute(COMPACT_TABLE.format(select=raw_select(spill, keys)))
+    con.execute(COMPACT_COPY.format(target=literal(str(target))))
+    rows = con.execute("SELECT count(*) FROM day_raw").fetchone()
+    if not keep:
+        con.execute("DROP TABLE day_raw")
+    spill.adopt(parquet_key)
+    with open(target, "rb") as body:
+        s3.put_file(parquet_key, body, "application/vnd.apache.parquet")
+    body_json = json.dumps(
+        {"day": day, "parquet": parquet_key, "sources": keys, "rows": rows[0] if rows else 0}
+    )
+    s3.put_object(compacted_prefix(day) + MANIFEST, body_json.encode(), "application/json")
     if manifest is not None and manifest["parquet"] != parquet_key:
         s3.delete_objects([manifest["parquet"]])
     return True

@@ -30,16 +30,15 @@ from aws_lambda_powertools import Logger
 
 from expconsole import aws, kinds
 from expconsole.services import entities, event_names
-from expconsole.services.pulse import daydata
-from expconsole.services.pulse.aggregate import aggregate_day, needed_columns
-from expconsole.services.pulse.analyse import Analysis, analyse
+from expconsole.services.pulse import athena, daydata, engine
+from expconsole.services.pulse.aggregate import PARTS, DayEvents, aggregate_day
+from expconsole.services.pulse.analyse import Analysis, Parts, analyse
 from expconsole.services.pulse.plan import DAY_MS, PRE_DAYS, EntityPlan, experiment_plan, holdout_plan
 from expconsole.services.results import write_day
 from expconsole.store import dynamo, pulse_runs, s3
 
 logger = Logger(service="expconsole")
 Progress = Callable[[str, int, int], None]
-PARTS = ("units", "distinct", "funnel")
 
 
 def _ds(ms: int) -> str:
@@ -65,16 +64,24 @@ def plan_for(kind: str, entity_id: str, now: int) -> EntityPlan:
 
 
 def _day_parts(
-    plan: EntityPlan, ds: str, cutoff: int, today: str, refresh: str, exposure_cutoff: int | None = None
-) -> tuple[dict[str, bytes], dict[str, int], bool]:
-    """The day's aggregate (Parquet parts), its exposure counts, and whether it was recomputed.
+    con: Any,
+    spill: engine.Spill,
+    plan: EntityPlan,
+    ds: str,
+    cutoff: int,
+    today: str,
+    refresh: str,
+    exposure_cutoff: int | None = None,
+) -> tuple[Parts, dict[str, int], bool]:
+    """The day's aggregate (local Parquet parts), its exposure counts, and whether it was recomputed.
 
     Events before `cutoff` are aggregated; exposures up to `exposure_cutoff` are read (after a
     decision, to count the exposures that came after it)."""
     keys = daydata.raw_keys(ds)
-    if ds < today:
-        daydata.compact(ds, keys)
-    prefix = aggregate_prefix(plan, ds)
+    on_athena = athena.enabled()
+    in_table = False  # whether the day's events are in daydata.DAY_TABLE (parsed once, compacted)
+    if ds < today and not on_athena:  # Athena reads the raw partitions through the Glue table
+        in_table = daydata.compact(con, spill, ds, keys, keep=True)
     exposure_cutoff = cutoff if exposure_cutoff is None else max(cutoff, exposure_cutoff)
     stamp = {
         "fingerprint": plan.fingerprint(),
@@ -82,21 +89,49 @@ def _day_parts(
         "cutoff": cutoff,
         "exposureCutoff": exposure_cutoff,
     }
+    try:
+        return _day_aggregate(con, spill, plan, ds, keys, stamp, refresh, in_table)
+    finally:
+        if in_table:
+            con.execute(f"DROP TABLE IF EXISTS {daydata.DAY_TABLE}")
+
+
+def _day_aggregate(
+    con: Any,
+    spill: engine.Spill,
+    plan: EntityPlan,
+    ds: str,
+    keys: list[str],
+    stamp: dict[str, Any],
+    refresh: str,
+    in_table: bool,
+) -> tuple[Parts, dict[str, int], bool]:
+    """The stored aggregate when its stamp matches (not `full`), else the day's aggregate computed."""
+    prefix = aggregate_prefix(plan, ds)
+    cutoff, exposure_cutoff = stamp["cutoff"], stamp["exposureCutoff"]
     if refresh != "full":
         body = s3.get_if_exists(prefix + "_manifest.json")
         manifest = json.loads(body) if body else None
         if manifest is not None and all(manifest.get(k) == v for k, v in stamp.items()):
-            parts = {name: s3.get(f"{prefix}{name}.parquet") for name in PARTS}
-            return parts, manifest["health"], False
-    table, _ = daydata.read_day(ds, needed_columns(plan), keys)
-    agg = aggregate_day(plan, table, cutoff, exposure_cutoff)
-    parts = agg.to_parquet()
-    for name, body in parts.items():
-        s3.put_object(f"{prefix}{name}.parquet", body, "application/vnd.apache.parquet")
+            files = spill.fetch([f"{prefix}{name}.parquet" for name in PARTS])
+            return dict(zip(PARTS, files, strict=True)), manifest["health"], False
+    if athena.enabled():
+        agg, scanned = athena.aggregate_day(con, spill, plan, ds, spill.path(prefix), cutoff, exposure_cutoff)
+        logger.info("Athena day aggregate", extra={"day": ds, "bytesScanned": scanned})
+    else:
+        select = f"SELECT * FROM {daydata.DAY_TABLE}" if in_table else daydata.day_select(spill, ds, keys)[0]
+        agg = aggregate_day(plan, DayEvents(con, select, spill.path(prefix)), cutoff, exposure_cutoff)
+    for name, path in agg.files.items():
+        spill.adopt(f"{prefix}{name}.parquet")
+        with open(path, "rb") as body_file:
+            s3.put_file(f"{prefix}{name}.parquet", body_file, "application/vnd.apache.parquet")
     s3.put_object(
         prefix + "_manifest.json", json.dumps({**stamp, "health": agg.health}).encode(), "application/json"
     )
-    return parts, agg.health, True
+    # The day's raw and compacted copies are not read again in this run.
+    spill.forget(keys)
+    spill.forget_under(daydata.compacted_prefix(ds))
+    return agg.files, agg.health, True
 
 
 def execute(
@@ -127,13 +162,54 @@ def execute(
         exposure_end = max(cutoff, now if as_of is None else min(now, _day_start(as_of) + DAY_MS))
     health_days = day_range(_ds(cutoff - 1), _ds(exposure_end - 1))[1:]
     today = _ds(now)
+    with engine.Spill() as spill:
+        con = engine.connect(spill.duckdb)
+        try:
+            analysis = _execute_days(
+                con,
+                spill,
+                plan,
+                days,
+                health_days,
+                today,
+                cutoff,
+                exposure_end,
+                refresh,
+                metric_ids,
+                progress,
+            )
+        finally:
+            con.close()
+    for day in analysis.days:
+        write_day(plan.kind, plan.id, day.ds, day.records, day.units)
+    if progress:
+        progress("done", 1, 1)
+    return analysis, [d.ds for d in analysis.days]
+
+
+def _execute_days(
+    con: Any,
+    spill: engine.Spill,
+    plan: EntityPlan,
+    days: list[str],
+    health_days: list[str],
+    today: str,
+    cutoff: int,
+    exposure_end: int,
+    refresh: str,
+    metric_ids: set[str] | None,
+    progress: Progress | None,
+) -> Analysis:
+    """Each day's aggregate (computed or reused), then the combination into records."""
     parts, healths, extra_healths = [], [], []
     total = len(days) * 2 - PRE_DAYS + len(health_days)
     for i, ds in enumerate(days + health_days):
         if progress:
             progress(f"events {ds}", i, total)
         day_end = _day_start(ds) + DAY_MS
-        p, h, _ = _day_parts(plan, ds, min(cutoff, day_end), today, refresh, min(exposure_end, day_end))
+        p, h, _ = _day_parts(
+            con, spill, plan, ds, min(cutoff, day_end), today, refresh, min(exposure_end, day_end)
+        )
         if i < len(days):
             parts.append(p)
             healths.append(h)
@@ -146,16 +222,12 @@ def execute(
             progress(f"results {ds}", step[0], total)
         step[0] += 1
 
-    analysis = analyse(plan, days, parts, healths, PRE_DAYS, metric_ids, analysed)
+    analysis = analyse(con, plan, days, parts, healths, PRE_DAYS, metric_ids, analysed)
     counts = analysis.health.get("exposures")
     for h in extra_healths if counts is not None else []:
         for key, value in h.items():
             counts[key] = counts.get(key, 0) + int(value)
-    for day in analysis.days:
-        write_day(plan.kind, plan.id, day.ds, day.records, day.units)
-    if progress:
-        progress("done", total, total)
-    return analysis, [d.ds for d in analysis.days]
+    return analysis
 
 
 def _previous_metric_dates(previous: dict[str, Any] | None) -> tuple[dict[str, tuple[Any, Any]], set[str]]:
@@ -277,6 +349,8 @@ def _failure_message(exc: Exception) -> str:
 
     if isinstance(exc, ApiError):
         return exc.message
+    if isinstance(exc, athena.AthenaError):
+        return str(exc)
     if aws.is_transient(exc) or type(exc).__name__ == "StoreUnavailable":
         return "Storage was unavailable during the load; retry it."
     return "The load failed with an internal error; it was logged. Retry, and report it if it persists."
