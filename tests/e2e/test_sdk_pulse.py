@@ -61,7 +61,7 @@ def test_sdk_assignments_and_events_reach_pulse(api: ApiSession, server: Any) ->
     assert asked == [], f"the SDK asked for hosts other than the console: {sorted(set(asked))}"
     assert set(assigned) == {"Control", "Test"}
 
-    load = ok(api.post(f"/console/v1/experiments/{exp_id}/load_pulse", json={}, timeout=300))
+    load = ok(api.post(f"/console/v1/experiments/{exp_id}/load_pulse?wait=true", json={}, timeout=300))
     assert load["finishedState"] == "success", load
     results = ok(api.get(f"/console/v1/experiments/{exp_id}/pulse_results",
                          params={"control": group_ids["Control"], "test": group_ids["Test"]}))  # fmt: skip

@@ -265,7 +265,7 @@ def seeded(server: ServeProcess) -> dict[str, Any]:
         events = _population(exp["id"], buy, view, start, now)
         for i in range(0, len(events), 2000):
             ok(ingest.post(WEBHOOK, json=events[i : i + 2000], timeout=60), 202)
-        ok(api.post(f"{EXPERIMENTS}/{exp['id']}/load_pulse", json={}, timeout=300))
+        ok(api.post(f"{EXPERIMENTS}/{exp['id']}/load_pulse?wait=true", json={}, timeout=300))
     return {"id": exp["id"], "revenue": f"{revenue['name']}::sum", "views": f"{view}::event_count"}
 
 
