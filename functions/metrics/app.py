@@ -40,7 +40,13 @@ def _metric_id(raw: str) -> str:
     BASE,
     tags=TAGS,
     summary="Create a metric (dryRun: validate only)",
-    responses=responses(201, MetricEnvelope, "Created (200 for a dry run)", 409),
+    responses={
+        **responses(201, MetricEnvelope, "Created", 409),
+        200: {
+            "description": "dryRun: the metric is valid; nothing was stored",
+            "content": {"application/json": {"model": MetricEnvelope}},
+        },
+    },
 )
 def create_metric(body: MetricCreate) -> tuple[dict[str, Any], int]:
     metric = metrics.create(body)
