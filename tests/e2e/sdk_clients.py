@@ -102,6 +102,7 @@ def pure_user(user: dict[str, Any]) -> Any:
         app_version=user.get("appVersion"),
         custom=user.get("custom"),
         custom_ids=user.get("customIDs"),
+        private_attributes=user.get("privateAttributes"),
         _statsig_environment=user.get("statsigEnvironment"),
     )
 
@@ -119,6 +120,7 @@ def core_user(user: dict[str, Any]) -> Any:
         app_version=user.get("appVersion"),
         custom=user.get("custom"),
         custom_ids=user.get("customIDs"),
+        private_attributes=user.get("privateAttributes"),
         statsig_environment=user.get("statsigEnvironment"),
     )
 

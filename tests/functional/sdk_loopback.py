@@ -17,6 +17,7 @@ from typing import Any
 
 from expconsole.services.sdk.evaluator import id_list_hash
 from expconsole.services.sdk.v2 import v1_to_v2
+from tests.e2e import sdk_clients
 
 SDK_KEY = "secret-loopback-test"
 
@@ -103,36 +104,12 @@ def loopback(doc: Mapping[str, Any], id_lists: Mapping[str, list[str]]) -> Itera
 @contextmanager
 def pure_sdk(base: str) -> Iterator[Any]:
     """The `statsig` pure-Python server SDK, initialised from the loopback server."""
-    from statsig import StatsigOptions, StatsigServer
-    from statsig.statsig_error_boundary import _StatsigErrorBoundary
-
-    previous = _StatsigErrorBoundary.endpoint
-    _StatsigErrorBoundary.endpoint = f"{base}/v1/sdk_exception"
-    server = StatsigServer()
-    options = StatsigOptions(api=f"{base}/v1", disable_diagnostics=True, rulesets_sync_interval=3600)
-    server.initialize(SDK_KEY, options)
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        _StatsigErrorBoundary.endpoint = previous
+    with sdk_clients.pure_sdk(base, SDK_KEY) as sdk:
+        yield sdk
 
 
 @contextmanager
 def core_sdk(base: str) -> Iterator[Any]:
     """`statsig-python-core` (the Rust core) reading the v2 document from the loopback server."""
-    from statsig_python_core import Statsig, StatsigOptions
-
-    options = StatsigOptions()
-    options.specs_url = f"{base}/v2/download_config_specs"
-    options.id_lists_url = f"{base}/v1/get_id_lists"
-    options.log_event_url = f"{base}/v1/log_event"
-    options.enable_id_lists = True
-    options.specs_sync_interval_ms = 3_600_000
-    options.fallback_to_statsig_api = False
-    statsig = Statsig(SDK_KEY, options)
-    statsig.initialize().wait()
-    try:
-        yield statsig
-    finally:
-        statsig.shutdown().wait()
+    with sdk_clients.core_sdk(base, SDK_KEY) as sdk:
+        yield sdk

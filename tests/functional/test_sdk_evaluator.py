@@ -18,6 +18,8 @@ from scipy import stats
 
 from expconsole.services.sdk.evaluator import Evaluator, id_list_hash
 from expconsole.services.sdk.ua import country_of_ip
+from tests.e2e.sdk_clients import core_user as _core_user
+from tests.e2e.sdk_clients import pure_user as _pure_user
 from tests.functional.sdk_loopback import SDK_KEY, core_sdk, loopback, pure_sdk
 from tests.functional.sdk_specs import (
     CORE_DIFFERS,
@@ -34,42 +36,6 @@ USERS = 10_000
 
 def _hashed_lists() -> dict[str, set[str]]:
     return {name: {id_list_hash(member) for member in members} for name, members in ID_LISTS.items()}
-
-
-def _pure_user(user: dict[str, Any]) -> Any:
-    from statsig import StatsigUser
-
-    return StatsigUser(
-        user_id=user.get("userID"),
-        email=user.get("email"),
-        ip=user.get("ip"),
-        user_agent=user.get("userAgent"),
-        country=user.get("country"),
-        locale=user.get("locale"),
-        app_version=user.get("appVersion"),
-        custom=user.get("custom"),
-        private_attributes=user.get("privateAttributes"),
-        custom_ids=user.get("customIDs"),
-        _statsig_environment=user.get("statsigEnvironment"),
-    )
-
-
-def _core_user(user: dict[str, Any]) -> Any:
-    from statsig_python_core import StatsigUser
-
-    return StatsigUser(
-        user_id=user.get("userID"),
-        email=user.get("email"),
-        ip=user.get("ip"),
-        user_agent=user.get("userAgent"),
-        country=user.get("country"),
-        locale=user.get("locale"),
-        app_version=user.get("appVersion"),
-        custom=user.get("custom"),
-        private_attributes=user.get("privateAttributes"),
-        custom_ids=user.get("customIDs"),
-        statsig_environment=user.get("statsigEnvironment"),
-    )
 
 
 def _names(doc: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:

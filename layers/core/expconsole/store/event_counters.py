@@ -100,13 +100,14 @@ def record(day: str, object_name: str, tallies: dict[str, NameTally], now_ms: in
                 if dynamo.is_transient_cancellation(exc) and attempt < dynamo.CONFLICT_RETRIES:
                     dynamo.conflict_pause(attempt)  # a concurrent count of the same names, or throttling
                     continue
-                if not _marker_exists(exc):
+                if not marker_exists(exc):
                     raise
             break
     return counted
 
 
-def _marker_exists(exc: Exception) -> bool:
+def marker_exists(exc: Exception) -> bool:
+    """A transaction cancelled because its first item, the marker, exists: counted before."""
     response = getattr(exc, "response", None) or {}
     if response.get("Error", {}).get("Code") != "TransactionCanceledException":
         return False

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from expconsole import aws, config
-from expconsole.store import dynamo
+from expconsole.store import dynamo, event_counters
 from expconsole.store.dynamo import GSI1
 
 CHUNK = 49  # (hour counter + SEEN) per gate and hour, plus the marker, within 100 items
@@ -109,17 +109,9 @@ def record(batch: str, tallies: dict[tuple[str, str], Tally], now_ms: int) -> No
                 if dynamo.is_transient_cancellation(exc) and attempt < dynamo.CONFLICT_RETRIES:
                     dynamo.conflict_pause(attempt)
                     continue
-                if not _marker_exists(exc):
+                if not event_counters.marker_exists(exc):
                     raise
             break
-
-
-def _marker_exists(exc: Exception) -> bool:
-    response = getattr(exc, "response", None) or {}
-    if response.get("Error", {}).get("Code") != "TransactionCanceledException":
-        return False
-    reasons = response.get("CancellationReasons") or []
-    return bool(reasons) and reasons[0].get("Code") == "ConditionalCheckFailed"
 
 
 def _query(**kwargs: Any) -> Iterator[dict[str, Any]]:
