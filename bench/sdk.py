@@ -610,18 +610,6 @@ def print_downloads(result: dict[str, Any], copy_s: float, items: int, downloads
 # --- evaluation ---------------------------------------------------------------------------------
 
 
-def served_id_lists(url: str, key: str) -> dict[str, set[str]]:
-    import requests
-
-    headers = {"STATSIG-API-KEY": key}
-    listing = requests.post(f"{url}/v1/get_id_lists", json={}, headers=headers, timeout=30).json()
-    out = {}
-    for name, entry in listing.items():
-        text = requests.get(entry["url"], headers=headers, timeout=30).text
-        out[name] = {line[1:] for line in text.splitlines() if line.startswith("+")}
-    return out
-
-
 def measure_evaluation(server: Any, w: World, doc: dict[str, Any], user_count: int) -> bool:
     from statsig_python_core import (
         DynamicConfigEvaluationOptions,
@@ -631,7 +619,7 @@ def measure_evaluation(server: Any, w: World, doc: dict[str, Any], user_count: i
     )
 
     from expconsole.services.sdk.evaluator import Evaluator
-    from tests.e2e.sdk_clients import core_sdk, core_user, pure_sdk, pure_user, users
+    from tests.e2e.sdk_clients import core_sdk, core_user, pure_sdk, pure_user, served_id_lists, users
 
     lists = served_id_lists(server.url, server.server_secret)
     started = time.perf_counter()

@@ -89,40 +89,46 @@ def wait_for_document(
         time.sleep(0.2)
 
 
+# The SDKs' user fields by our JSON name (both SDKs name them alike but for the environment).
+_USER_FIELDS = {
+    "user_id": "userID",
+    "email": "email",
+    "ip": "ip",
+    "user_agent": "userAgent",
+    "country": "country",
+    "locale": "locale",
+    "app_version": "appVersion",
+    "custom": "custom",
+    "custom_ids": "customIDs",
+    "private_attributes": "privateAttributes",
+}
+
+
+def _user_kwargs(user: dict[str, Any]) -> dict[str, Any]:
+    return {arg: user.get(field) for arg, field in _USER_FIELDS.items()}
+
+
 def pure_user(user: dict[str, Any]) -> Any:
     from statsig import StatsigUser
 
-    return StatsigUser(
-        user_id=user.get("userID"),
-        email=user.get("email"),
-        ip=user.get("ip"),
-        user_agent=user.get("userAgent"),
-        country=user.get("country"),
-        locale=user.get("locale"),
-        app_version=user.get("appVersion"),
-        custom=user.get("custom"),
-        custom_ids=user.get("customIDs"),
-        private_attributes=user.get("privateAttributes"),
-        _statsig_environment=user.get("statsigEnvironment"),
-    )
+    return StatsigUser(**_user_kwargs(user), _statsig_environment=user.get("statsigEnvironment"))
 
 
 def core_user(user: dict[str, Any]) -> Any:
     from statsig_python_core import StatsigUser
 
-    return StatsigUser(
-        user_id=user.get("userID"),
-        email=user.get("email"),
-        ip=user.get("ip"),
-        user_agent=user.get("userAgent"),
-        country=user.get("country"),
-        locale=user.get("locale"),
-        app_version=user.get("appVersion"),
-        custom=user.get("custom"),
-        custom_ids=user.get("customIDs"),
-        private_attributes=user.get("privateAttributes"),
-        statsig_environment=user.get("statsigEnvironment"),
-    )
+    return StatsigUser(**_user_kwargs(user), statsig_environment=user.get("statsigEnvironment"))
+
+
+def served_id_lists(url: str, key: str) -> dict[str, set[str]]:
+    """The id lists the console serves, as the SDKs read them (hashed members)."""
+    headers = {"STATSIG-API-KEY": key}
+    listing = requests.post(f"{url}/v1/get_id_lists", json={}, headers=headers, timeout=30).json()
+    out = {}
+    for name, entry in listing.items():
+        text = requests.get(entry["url"], headers=headers, timeout=30).text
+        out[name] = {line[1:] for line in text.splitlines() if line.startswith("+")}
+    return out
 
 
 @contextmanager

@@ -22,7 +22,15 @@ from scipy import stats
 
 from expconsole.services.sdk.evaluator import Evaluator
 from tests.e2e.conftest import ApiSession
-from tests.e2e.sdk_clients import core_sdk, core_user, pure_sdk, pure_user, users, wait_for_document
+from tests.e2e.sdk_clients import (
+    core_sdk,
+    core_user,
+    pure_sdk,
+    pure_user,
+    served_id_lists,
+    users,
+    wait_for_document,
+)
 
 USERS = 10_000
 HTTP_SAMPLE = 25
@@ -217,16 +225,6 @@ def world(server: Any) -> Iterator[dict[str, Any]]:
     yield made
 
 
-def _id_lists(url: str, key: str) -> dict[str, set[str]]:
-    headers = {"STATSIG-API-KEY": key}
-    listing = requests.post(f"{url}/v1/get_id_lists", json={}, headers=headers, timeout=10).json()
-    out = {}
-    for name, entry in listing.items():
-        text = requests.get(entry["url"], headers=headers, timeout=10).text
-        out[name] = {line[1:] for line in text.splitlines() if line.startswith("+")}
-    return out
-
-
 @pytest.fixture(scope="module")
 def sdks(server: Any, world: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
     with (
@@ -300,7 +298,7 @@ def test_the_sdks_our_evaluator_and_the_endpoints_agree_for_10000_users(
     server: Any, world: dict[str, Any], sdks: tuple[Any, Any]
 ) -> None:
     pure, core = sdks
-    ev = Evaluator(world["doc"], _id_lists(server.url, server.server_secret))
+    ev = Evaluator(world["doc"], served_id_lists(server.url, server.server_secret))
     population = users(USERS)
     differences: list[str] = []
     reached: Counter[str] = Counter()
