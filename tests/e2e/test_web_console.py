@@ -237,7 +237,8 @@ def test_experiment_list_filters_by_text_and_status(console: Console, api: ApiSe
 
 @pytest.fixture(scope="module")
 def seeded(server: ServeProcess) -> dict[str, Any]:
-    """An experiment started three days ago: revenue doubled in `test`, page views unchanged."""
+    """An experiment started at noon UTC three days ago: revenue doubled in `test`, page views
+    unchanged. Noon, so that the start day has exposures at any hour the suite runs."""
     s = uid()
     buy, view = f"buy_{s}", f"view_{s}"
     with (
@@ -270,6 +271,7 @@ def seeded(server: ServeProcess) -> dict[str, Any]:
 
 
 def _backdate_start(server: ServeProcess, exp_id: str, days: int) -> int:
+    """Move the start to noon UTC `days` days before today."""
     table = boto3.client(
         "dynamodb",
         endpoint_url=server.backend_endpoint,
@@ -280,7 +282,7 @@ def _backdate_start(server: ServeProcess, exp_id: str, days: int) -> int:
     key = {"PK": {"S": f"EXPERIMENT#{exp_id}"}, "SK": {"S": "CURRENT"}}
     item = table.get_item(TableName=LOCAL_TABLE, Key=key)["Item"]
     doc = json.loads(item["doc"]["S"])
-    doc["startTime"] -= days * DAY_MS
+    doc["startTime"] = (int(time.time() * 1000) // DAY_MS - days) * DAY_MS + DAY_MS // 2
     item["doc"] = {"S": json.dumps(doc, separators=(",", ":"))}
     table.put_item(TableName=LOCAL_TABLE, Item=item)
     return int(doc["startTime"])

@@ -11,7 +11,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,9 +212,12 @@ def _backend_arguments(parser: argparse.ArgumentParser) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from expconsole.local.server import LocalServer
 
-    stopping = threading.Event()
+    # A plain flag, polled: a handler that takes a lock (Event.set) can deadlock against the main
+    # thread holding it, and a signal the kernel hands to another thread leaves a main thread
+    # blocked in an untimed wait asleep (the handler only runs once it wakes).
+    stopping: list[int] = []
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopping.set())
+        signal.signal(signum, lambda signum, _frame: stopping.append(signum))
     server = LocalServer(
         args.host,
         args.port,
@@ -233,7 +235,8 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         server.start()
         print(server.banner(), flush=True)
-        stopping.wait()
+        while not stopping:
+            time.sleep(0.25)
     finally:
         server.stop()
     _exit_now(0)
