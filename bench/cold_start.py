@@ -45,6 +45,10 @@ ENV = {
     "TABLE_NAME": "expconsole-bench",
     "EVENTS_BUCKET": "expconsole-bench-events",
     "POWERTOOLS_SERVICE_NAME": "expconsole",
+    # Inside Lambda (LAMBDA_TASK_ROOT set) Powertools' Tracer is on: it imports the X-Ray SDK and
+    # patches botocore at import, and that is part of every function's cold start.
+    "LAMBDA_TASK_ROOT": str(FUNCTIONS),
+    "AWS_LAMBDA_FUNCTION_NAME": "expconsole-bench",
 }
 
 

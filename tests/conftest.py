@@ -102,6 +102,22 @@ def http_event(
     }
 
 
+class LambdaContext:
+    """The attributes of Lambda's context object that handlers and Powertools read."""
+
+    function_name = "expconsole-test"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:expconsole-test"
+    aws_request_id = "00000000-0000-0000-0000-000000000000"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
+
+
+LAMBDA_CONTEXT = LambdaContext()
+
+
 class Caller:
     """Calls one function's lambda_handler with HTTP-like arguments; returns (status, json)."""
 
@@ -109,7 +125,7 @@ class Caller:
         self.module = load_function(function)
 
     def __call__(self, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
-        response = self.module.lambda_handler(http_event(method, path, body, **kwargs), None)
+        response = self.module.lambda_handler(http_event(method, path, body, **kwargs), LAMBDA_CONTEXT)
         return response["statusCode"], json.loads(response["body"])
 
 

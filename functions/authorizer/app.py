@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from expconsole import observability
 from expconsole.api.auth import UNKNOWN, header_value
 from expconsole.services import keys
 
 
-def lambda_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
+def authorize(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     presented = header_value(event.get("headers"))
     if presented is None:
         identity = event.get("identitySource") or []
@@ -22,3 +23,7 @@ def lambda_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     if record is None:
         return {"isAuthorized": True, "context": {"keyKind": UNKNOWN, "keyId": ""}}
     return {"isAuthorized": True, "context": {"keyKind": record["kind"], "keyId": record["keyId"]}}
+
+
+# API Gateway counts every authorization itself; a metrics line per request would cost logs only.
+lambda_handler = observability.instrument(authorize, with_metrics=False)

@@ -11,16 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from expconsole import observability
 from expconsole.services import imports
 
-logger = Logger(service="expconsole")
+logger = observability.logger
 
 
-@logger.inject_lambda_context
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handle(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     outcomes = imports.handle_notification(event)
     if not outcomes:
         logger.warning("No created object in this event", extra={"eventKeys": sorted(event)})
@@ -39,4 +38,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         else:
             logger.warning(outcome["status"].capitalize(), extra=entry)
     counts = {status: sum(f["status"] == status for f in files) for status in imports.STATUSES}
+    observability.count("FilesImported", counts.get("imported", 0))
+    observability.count("EventsAccepted", sum(int(f.get("accepted", 0)) for f in files))
+    observability.count(
+        "ImportFailures", sum(n for status, n in counts.items() if status not in ("imported", "skipped"))
+    )
     return {**counts, "files": files}
+
+
+lambda_handler = observability.instrument(handle, http=False)

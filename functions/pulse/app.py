@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole import kinds
+from expconsole import kinds, observability
 from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import listed, ok
@@ -27,7 +26,6 @@ from expconsole.api.pagination import PageQuery, link_base
 from expconsole.models.pulse import LoadPulseBody, LoadPulseEnvelope, LoadPulseQuery, PulseLoadListEnvelope
 from expconsole.services import pulse_loads
 
-logger = Logger(service="expconsole")
 router = APIGatewayHttpRouter()
 ONE = "/console/v1/experiments/<id>"
 
@@ -86,12 +84,15 @@ def holdout_pulse_load_history(id: str, query: Annotated[PageQuery, Query()]) ->
     return listed("Pulse load history listed successfully.", data, pagination)
 
 
-app, http_handler = build(router, key_kind="console")
+app, http_handler = build(router, key_kind="console", instrumented=False)
 
 
-def lambda_handler(event: dict[str, Any], context: Any) -> Any:
+def handle(event: dict[str, Any], context: Any) -> Any:
     if "pulse" in event:
         return pulse_loads.run_queued(event["pulse"])
     if event.get("detail-type") == "Scheduled Event":
         return pulse_loads.scheduled(event.get("time"))
     return http_handler(event, context)
+
+
+lambda_handler = observability.instrument(handle)

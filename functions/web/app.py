@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from expconsole import observability
 from expconsole.web import static_response
 
 
-def lambda_handler(event: dict[str, Any], _context: Any) -> dict[str, Any]:
+def serve(event: dict[str, Any], _context: Any) -> dict[str, Any]:
     http = (event.get("requestContext") or {}).get("http") or {}
     path = (event.get("pathParameters") or {}).get("path")
     return static_response(http.get("method", "GET"), path, event.get("headers") or {})
+
+
+lambda_handler = observability.instrument(serve, with_metrics=False)

@@ -10,14 +10,14 @@ import pytest
 from expconsole.api.auth import hash_key
 from expconsole.services import keys
 from expconsole.store import dynamo
-from tests.conftest import Caller, http_event, load_function
+from tests.conftest import LAMBDA_CONTEXT, Caller, http_event, load_function
 
 
 def authorize(key: str | None) -> dict:
     authorizer = load_function("authorizer")
     headers = {} if key is None else {"SERVICE-API-KEY": key}
     return authorizer.lambda_handler(
-        {"type": "REQUEST", "headers": headers, "identitySource": [key] if key else []}, None
+        {"type": "REQUEST", "headers": headers, "identitySource": [key] if key else []}, LAMBDA_CONTEXT
     )
 
 
@@ -67,7 +67,7 @@ def test_no_key_reaches_the_logs(
     gates = load_function("gates")
     caplog.set_level(logging.DEBUG)
     event = http_event("POST", "/console/v1/gates", "{not json", headers={"service-api-key": plain})
-    gates.lambda_handler(event, None)
+    gates.lambda_handler(event, LAMBDA_CONTEXT)
     authorize(plain)
     captured = capsys.readouterr()
     assert plain not in caplog.text + captured.out + captured.err

@@ -49,7 +49,7 @@ from expconsole import config, kinds
 from expconsole.services import entities
 from expconsole.services import ingest as ingest_service
 from expconsole.store import dynamo, event_counters, group_stats, pulse_runs, s3
-from tests.conftest import Caller, http_event
+from tests.conftest import LAMBDA_CONTEXT, Caller, http_event
 
 # --- the storage on the wire ----------------------------------------------------------------------
 
@@ -1129,7 +1129,7 @@ def test_a_storage_call_that_keeps_failing_gives_up_within_the_function_timeout(
 def test_a_read_while_storage_is_throttled_is_a_503_with_retry_after(env: Env) -> None:
     env.new_store()
     env.storage.arm(Fault("dynamodb.Query", frozenset(range(1, 10)), "throttle"))
-    response = Caller("gates").module.lambda_handler(http_event("GET", GATES), None)
+    response = Caller("gates").module.lambda_handler(http_event("GET", GATES), LAMBDA_CONTEXT)
     env.storage.disarm()
     assert response["statusCode"] == 503 and response["headers"]["Retry-After"] == "1"
     body = json.loads(response["body"])

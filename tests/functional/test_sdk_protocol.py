@@ -20,21 +20,7 @@ import pytest
 from expconsole.services import keys
 from expconsole.services.sdk import documents
 from expconsole.store import event_counters, s3
-from tests.conftest import Caller, http_event, load_function
-
-
-class _LambdaContext:
-    """The attributes of Lambda's context object that Powertools reads."""
-
-    function_name = "expconsole-specs"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:expconsole-specs"
-    aws_request_id = "00000000-0000-0000-0000-000000000000"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 29_000
-
+from tests.conftest import LAMBDA_CONTEXT, Caller, http_event, load_function
 
 SPECS_PATH = "/v1/download_config_specs/secret-abc.json"
 
@@ -48,7 +34,7 @@ def api(aws: None) -> dict[str, Caller]:
 
 def rebuild() -> dict[str, Any]:
     """What the table's stream does after writes: invoke the specs function."""
-    return load_function("specs").lambda_handler({"Records": [{"eventName": "MODIFY"}]}, _LambdaContext())
+    return load_function("specs").lambda_handler({"Records": [{"eventName": "MODIFY"}]}, LAMBDA_CONTEXT)
 
 
 def sdk(
@@ -66,7 +52,7 @@ def sdk(
     if raw is not None:
         event["body"] = base64.b64encode(raw).decode()
         event["isBase64Encoded"] = True
-    return load_function("sdk").lambda_handler(event, None)
+    return load_function("sdk").lambda_handler(event, LAMBDA_CONTEXT)
 
 
 def body_bytes(response: dict[str, Any]) -> bytes:
@@ -349,12 +335,14 @@ def test_the_authorizer_reads_the_statsig_header(aws: None) -> None:
     server, record = keys.create_key("server")
     console, _ = keys.create_key("console")
     for name in ("STATSIG-API-KEY", "statsig-api-key"):
-        answer = authorizer.lambda_handler({"type": "REQUEST", "headers": {name: server}}, None)
+        answer = authorizer.lambda_handler({"type": "REQUEST", "headers": {name: server}}, LAMBDA_CONTEXT)
         assert answer["context"] == {"keyKind": "server", "keyId": record["keyId"]}
-    answer = authorizer.lambda_handler({"type": "REQUEST", "headers": {"statsig-api-key": console}}, None)
+    answer = authorizer.lambda_handler(
+        {"type": "REQUEST", "headers": {"statsig-api-key": console}}, LAMBDA_CONTEXT
+    )
     assert answer["context"]["keyKind"] == "console"
     answer = authorizer.lambda_handler(
-        {"type": "REQUEST", "headers": {"statsig-api-key": "secret-nope"}}, None
+        {"type": "REQUEST", "headers": {"statsig-api-key": "secret-nope"}}, LAMBDA_CONTEXT
     )
     assert answer["context"]["keyKind"] == "unknown"
 

@@ -29,7 +29,7 @@ from expconsole import aws as aws_clients
 from expconsole.models.events import MAX_BODY_BYTES, MAX_EVENTS
 from expconsole.services import gates, keys
 from expconsole.store import s3
-from tests.conftest import http_event, load_function
+from tests.conftest import LAMBDA_CONTEXT, http_event, load_function
 
 GATES = "/console/v1/gates"
 INGEST = "/v1/webhooks/event_webhook"
@@ -86,7 +86,7 @@ def authorize(key: str) -> dict[str, Any]:
         "identitySource": [key],
         "headers": {"service-api-key": key},
     }
-    return load_function("authorizer").lambda_handler(event, None)
+    return load_function("authorizer").lambda_handler(event, LAMBDA_CONTEXT)
 
 
 def call(
@@ -106,13 +106,15 @@ def call(
         verdict = authorize(key)
         assert verdict["isAuthorized"] is True
         event["requestContext"]["authorizer"] = {"lambda": verdict["context"]}
-    response = load_function(function).lambda_handler(event, None)
+    response = load_function(function).lambda_handler(event, LAMBDA_CONTEXT)
     return response["statusCode"], json.loads(response["body"]), response["body"]
 
 
 def direct(function: str, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
     """A request as the authorizer passed it on (kind given), without a real key."""
-    response = load_function(function).lambda_handler(http_event(method, path, body, **kwargs), None)
+    response = load_function(function).lambda_handler(
+        http_event(method, path, body, **kwargs), LAMBDA_CONTEXT
+    )
     return response["statusCode"], json.loads(response["body"])
 
 
@@ -358,7 +360,7 @@ def test_ingestion_limit_applies_to_the_decoded_body_of_a_base64_request(bucket:
             "POST", INGEST, base64.b64encode(raw + b" " * (size - len(raw))).decode(), key_kind="server"
         )
         event["isBase64Encoded"] = True
-        response = load_function("ingest").lambda_handler(event, None)
+        response = load_function("ingest").lambda_handler(event, LAMBDA_CONTEXT)
         assert response["statusCode"] == expected, response["body"][:300]
 
 

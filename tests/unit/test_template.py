@@ -30,6 +30,7 @@ from moto import mock_aws
 from expconsole import aws
 from expconsole.services import keys
 from expconsole.store import dynamo
+from tests.conftest import LAMBDA_CONTEXT
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
@@ -304,19 +305,6 @@ def test_resolver_routes_equal_template_routes(logical_id: str, monkeypatch: pyt
 # --- sample events --------------------------------------------------------------------------
 
 
-class _LambdaContext:
-    """The attributes of Lambda's context object that Powertools reads."""
-
-    function_name = "expconsole-test"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 512
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:expconsole-test"
-    aws_request_id = "00000000-0000-0000-0000-000000000000"
-
-    def get_remaining_time_in_millis(self) -> int:
-        return 29_000
-
-
 def _event_files() -> list[Path]:
     return sorted(EVENTS_DIR.glob("*.json"))
 
@@ -458,24 +446,117 @@ def test_sample_event_invokes_its_function(path: Path, table: None, monkeypatch:
     handler = _load_function(code_dir).lambda_handler
     if logical_id == _authorizer_function():
         _, record = keys.create_key("console", key=event["identitySource"][0])
-        verdict = handler(event, _LambdaContext())
+        verdict = handler(event, LAMBDA_CONTEXT)
         assert verdict == {"isAuthorized": True, "context": {"keyKind": "console", "keyId": record["keyId"]}}
         return
     if _is_eventbridge(event) and event["source"] == "aws.s3":
         _put_imported_file(event, monkeypatch)
-        summary = handler(event, _LambdaContext())
+        summary = handler(event, LAMBDA_CONTEXT)
         assert summary["imported"] == 1 and not summary["failed"], summary
         return
     if _is_eventbridge(event):
-        handler(event, _LambdaContext())  # not an HTTP function: no status code; it must not raise
+        handler(event, LAMBDA_CONTEXT)  # not an HTTP function: no status code; it must not raise
         return
     if _is_stream(event):
-        built = handler(event, _LambdaContext())
+        built = handler(event, LAMBDA_CONTEXT)
         assert built["changed"] is True and built["time"] > 0, built
         return
     if logical_id == "SdkFunction":
         from expconsole.services.sdk import documents
 
         documents.rebuild()  # what the stream's first invocation does after a deploy
-    response = handler(event, _LambdaContext())
+    response = handler(event, LAMBDA_CONTEXT)
     assert response["statusCode"] < 500, response
+
+
+# --- operations: logs, alarms, failed asynchronous loads, deploy configuration --------------------
+
+
+def test_every_function_has_a_log_group_kept_for_the_retention_parameter() -> None:
+    groups = {
+        res["Properties"]["LogGroupName"]["Fn::Sub"]: res["Properties"]
+        for res in _resources("AWS::Logs::LogGroup").values()
+    }
+    for logical_id in _functions():
+        group = groups.get(f"/aws/lambda/${{{logical_id}}}")
+        assert group is not None, f"{logical_id} has no log group (its logs would be kept forever)"
+        assert group["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_every_alarm_notifies_the_alarm_topic() -> None:
+    alarms = _resources("AWS::CloudWatch::Alarm")
+    assert {
+        "ApiServerErrorRateAlarm",
+        "ThrottlesAlarm",
+        "IngestionErrorsAlarm",
+        "PulseRunsFailedAlarm",
+    } <= set(alarms)
+    for name, alarm in alarms.items():
+        props = alarm["Properties"]
+        assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
+        assert props["TreatMissingData"] == "notBreaching", name  # no traffic is no alarm
+        returned = [m for m in props["Metrics"] if m.get("ReturnData", True)]
+        assert len(returned) == 1 and "Expression" in returned[0], name
+
+
+def test_the_stack_metrics_the_alarms_watch_are_written_by_the_code() -> None:
+    """An alarm on a metric nobody writes never fires: each of the stack's own metrics (the EMF
+    namespace) is written by `observability.count` somewhere in the package."""
+    source = "\n".join(p.read_text() for p in (ROOT / "layers/core/expconsole").rglob("*.py"))
+    source += "\n".join(p.read_text() for p in (ROOT / "functions").rglob("app.py"))
+    written = set(re.findall(r"observability\.count\(\s*\"(\w+)\"", source))
+    namespace = _template()["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"]
+    watched = set()
+    for alarm in _resources("AWS::CloudWatch::Alarm").values():
+        for query in alarm["Properties"]["Metrics"]:
+            metric = (query.get("MetricStat") or {}).get("Metric")
+            if metric and not str(metric["Namespace"]).startswith("AWS/"):
+                assert metric["Namespace"] == namespace
+                assert metric["Dimensions"] == [{"Name": "service", "Value": "expconsole"}]
+                watched.add(metric["MetricName"])
+    assert watched and watched <= written, watched - written
+
+
+def test_a_pulse_load_the_function_cannot_finish_lands_in_a_watched_queue() -> None:
+    pulse = _functions()["PulseFunction"]
+    failure = pulse["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]
+    assert failure == {"Type": "SQS", "Destination": {"Fn::GetAtt": ["PulseDeadLetterQueue", "Arn"]}}
+    assert pulse["EventInvokeConfig"]["MaximumRetryAttempts"] == 0  # a timeout would time out again
+    watched = [
+        q["MetricStat"]["Metric"]
+        for q in _template()["Resources"]["PulseRunsFailedAlarm"]["Properties"]["Metrics"]
+        if "MetricStat" in q
+    ]
+    assert {
+        "Namespace": "AWS/SQS",
+        "MetricName": "NumberOfMessagesSent",
+        "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["PulseDeadLetterQueue", "QueueName"]}}],
+    } in watched
+
+
+def test_samconfig_deploys_the_template_with_parameters_it_declares() -> None:
+    import tomllib
+
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text())
+    deploy = config["default"]["deploy"]["parameters"]
+    assert "CAPABILITY_IAM" in deploy["capabilities"]
+    params = _template()["Parameters"]
+    for pair in deploy["parameter_overrides"]:
+        name, _, value = pair.partition("=")
+        assert name in params, f"samconfig.toml sets {name}, which template.yaml does not declare"
+        allowed = params[name].get("AllowedValues")
+        assert allowed is None or value in [str(v) for v in allowed], pair
+    assert config["default"]["global"]["parameters"]["stack_name"]
+
+
+def test_reservations_follow_the_reserve_concurrency_parameter() -> None:
+    """An account at the new-account limit (10) refuses any reservation: one switch turns them off."""
+    functions = _functions()
+    reserved = {
+        name: p["ReservedConcurrentExecutions"]
+        for name, p in functions.items()
+        if "ReservedConcurrentExecutions" in p
+    }
+    assert set(reserved) == {"PulseFunction", "ImportFunction", "SpecsFunction"}
+    for name, value in reserved.items():
+        assert value["Fn::If"][0] == "Reserved" and value["Fn::If"][2] == {"Ref": "AWS::NoValue"}, name

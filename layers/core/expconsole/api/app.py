@@ -12,19 +12,18 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 
-from expconsole import aws, context
+from expconsole import aws, context, observability
 from expconsole.api import auth
 from expconsole.api.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, ServiceUnavailable
 from expconsole.api.validation import field_errors
 from expconsole.store.dynamo import StoreTooLarge, StoreUnavailable
 
-logger = Logger(service="expconsole")
+logger = observability.logger
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 # Console requests: API Gateway allows 10 MB, but no console entity needs more than this (a stored
@@ -78,9 +77,12 @@ def _has_json_body_problem(event: dict[str, Any]) -> ApiError | None:
 
 
 def build(
-    *routers: APIGatewayHttpRouter, key_kind: auth.KeyKind = "console"
+    *routers: APIGatewayHttpRouter, key_kind: auth.KeyKind = "console", instrumented: bool = True
 ) -> tuple[APIGatewayHttpResolver, Handler]:
-    """The resolver for these routers and the Lambda handler that guards it."""
+    """The resolver for these routers and the Lambda handler that guards it.
+
+    `instrumented=False` for a function that wraps its own handler (observability.instrument),
+    because it takes other events too."""
     app = APIGatewayHttpResolver(enable_validation=True)
     for router in routers:
         app.include_router(router)
@@ -100,7 +102,12 @@ def build(
         event = app.current_event
         return error_response(NotFound(f"No route for {event.http_method} {event.path}."))
 
-    def lambda_handler(event: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
+    def guarded(event: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
+        response = _guarded(event, lambda_context)
+        observability.count_response(response)
+        return response
+
+    def _guarded(event: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
         verdict = auth.check(event, key_kind)
         if isinstance(verdict, ApiError):
             return _gateway_response(verdict)
@@ -140,7 +147,7 @@ def build(
         finally:
             context.reset(token)
 
-    return app, lambda_handler
+    return app, observability.instrument(guarded) if instrumented else guarded
 
 
 def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Callable[..., Response]) -> Response:

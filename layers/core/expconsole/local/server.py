@@ -119,7 +119,8 @@ class LocalServer:
         self.port = self._httpd.server_address[1]
         try:
             self._start_backend()
-            self._undo.append(_setdefault_environ(api.environment))
+            # CloudWatch metrics (EMF lines) would only fill the terminal here; logs stay.
+            self._undo.append(_setdefault_environ({**api.environment, "POWERTOOLS_METRICS_DISABLED": "true"}))
             self._start_lambda_api(api, gateway.functions)
             self.api_key, self.server_secret = self._keys()
             gateway.start()

@@ -34,8 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from aws_lambda_powertools import Logger
-
+from expconsole import observability
 from expconsole.api.errors import BadRequest, PayloadTooLarge, ServiceUnavailable
 from expconsole.models.events import (
     MAX_BODY_BYTES,
@@ -47,7 +46,7 @@ from expconsole.models.events import (
 from expconsole.store import event_counters, s3
 from expconsole.store.event_counters import NameTally
 
-logger = Logger(service="expconsole")
+logger = observability.logger
 DAY_MS = 86_400_000
 _DAYS: dict[int, str] = {}
 
@@ -150,7 +149,10 @@ def ingest(
                 "Events were stored but their counters failed. Retry the same request: it rewrites the "
                 "same objects and counts each once."
             )
+        observability.count("IngestFailures")
         raise ServiceUnavailable(message) from exc.__cause__
+    observability.count("EventsAccepted", len(lines) - stored.duplicates)
+    observability.count("EventsDuplicate", stored.duplicates)
     return len(lines) - stored.duplicates, stored.duplicates
 
 

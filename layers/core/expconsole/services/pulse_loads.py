@@ -19,17 +19,16 @@ import time
 import uuid
 from typing import Any
 
-from aws_lambda_powertools import Logger
-
-from expconsole import aws, kinds
+from expconsole import aws, kinds, observability
 from expconsole.api.errors import BadRequest, ServiceUnavailable
 from expconsole.api.pagination import paginate
 from expconsole.models.pulse import LoadPulseBody
+from expconsole.observability import MetricUnit
 from expconsole.services import entities, experiments
 from expconsole.services.pulse.plan import experiment_metric_ids
 from expconsole.store import dynamo, pulse_runs
 
-logger = Logger(service="expconsole")
+logger = observability.logger
 ASYNC_ENV = "PULSE_INVOKE_ASYNC"
 
 
@@ -153,8 +152,9 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
 
     from expconsole.services.pulse import run
 
+    started = time.monotonic()
     try:
-        return run.load_pulse(
+        record = run.load_pulse(
             job["kind"],
             job["id"],
             refresh=job.get("refresh", "full"),
@@ -166,8 +166,13 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
             progress=_progress_writer(job),
         )
     except (BotoCoreError, ClientError) as exc:
+        observability.count("PulseRunsFailed")
         logger.warning("Storage failed during a pulse load", exc_info=True)
         raise ServiceUnavailable("Storage failed during the load; retry it.") from exc
+    observability.count("PulseRunDuration", (time.monotonic() - started) * 1000, MetricUnit.Milliseconds)
+    if record.get("finishedState") != "success":
+        observability.count("PulseRunsFailed")
+    return record
 
 
 def run_queued(job: dict[str, Any]) -> dict[str, Any]:

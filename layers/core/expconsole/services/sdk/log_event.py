@@ -30,15 +30,14 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from aws_lambda_powertools import Logger
-
+from expconsole import observability
 from expconsole.api.errors import BadRequest, PayloadTooLarge, ServiceUnavailable
 from expconsole.models.events import MAX_FUTURE_MS, MAX_NAME_CHARS, MIN_TIMESTAMP_MS
 from expconsole.services import ingest
 from expconsole.services.sdk import documents, specs
 from expconsole.store import gate_checks
 
-logger = Logger(service="expconsole")
+logger = observability.logger
 SOURCE_SDK = "sdk"
 MAX_EVENTS = 2000  # the SDKs flush at 1,000 (plus their diagnostics)
 MAX_DECOMPRESSED_BYTES = 16 * 1024 * 1024
@@ -261,6 +260,9 @@ def log_events(body: bytes, encoding: str | None, now_ms: int | None = None) -> 
     if mapped.lines:
         canonical = json.dumps(data["events"], sort_keys=True, separators=(",", ":")).encode()
         duplicates = store(mapped.lines, "sdk:" + hashlib.sha256(canonical).hexdigest(), now)
+    observability.count("EventsAccepted", len(mapped.lines) - duplicates)
+    observability.count("EventsDuplicate", duplicates)
+    observability.count("EventsSkipped", len(mapped.skipped))
     return {
         "success": True,
         "accepted": len(mapped.lines) - duplicates,
