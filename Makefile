@@ -47,7 +47,8 @@ build: install-sam
 	or in pyenv; install CPython 3.12, or give its path: make build LAMBDA_PYTHON=/path/to/python3.12" >&2; exit 1; }
 	PATH="$(dir $(LAMBDA_PYTHON)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam build --parallel \
 		--template-file template.yaml --build-dir $(BUILD_DIR)
-	$(LAMBDA_PYTHON) -m pip install --quiet --no-compile --target $(BUILD_DIR)/lambda-runtime boto3
+	$(LAMBDA_PYTHON) -m pip install --quiet --no-compile --root-user-action=ignore \
+		--target $(BUILD_DIR)/lambda-runtime boto3
 
 # The web console's browser tests drive Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM := /usr/bin/chromium
