@@ -2,11 +2,11 @@
 server that runs the built functions (`expconsole serve --build-dir`).
 
 The build is slow (a minute or more: it downloads and unpacks numpy, scipy and DuckDB), so it is
-cached in the system's temporary folder under a hash of the tree: every file `git ls-files`
-lists (tracked, and untracked but not ignored), path and content. Test processes of one run (and
-later runs on an unchanged tree) share it; a lock makes the first build it and the others wait.
-The copy holds only those files, so nothing in the working tree's .aws-sam, .venv or caches can
-make a build pass that would fail from a fresh clone.
+cached in the system's temporary folder (one cache per checkout) under a hash of the tree: every
+file `git ls-files` lists (tracked, and untracked but not ignored), path and content. The test
+processes of a run, and later runs on an unchanged tree, share it; a lock makes the first one
+build it while the others wait. The copy holds only those files, so nothing in the working
+tree's .aws-sam, .venv or caches can make a build pass that would fail from a fresh clone.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from expconsole.local.process import ServeProcess
 from tests.e2e.conftest import ApiSession
 
 REPO = Path(__file__).resolve().parents[2]
-CACHE = Path(tempfile.gettempdir()) / "expconsole-build-cache"
+# One cache per checkout: a run prunes its checkout's older builds, never another checkout's.
+CACHE = Path(tempfile.gettempdir()) / f"expconsole-build-cache-{hashlib.sha256(bytes(REPO)).hexdigest()[:12]}"
 BUILD_TIMEOUT_S = 1800
 
 
