@@ -65,3 +65,12 @@ def test_make_build_without_the_runtime_fails_before_building(tmp_path: Path) ->
     assert result.returncode != 0
     assert "no working python3.12" in result.stderr and "LAMBDA_PYTHON=" in result.stderr, result.stderr
     assert not (tmp_path / "build").exists()
+
+
+def test_a_template_and_a_build_folder_together_are_refused(tmp_path: Path) -> None:
+    from expconsole.local.backend import LocalError
+    from expconsole.local.server import LocalServer
+
+    server = LocalServer(template=ROOT / "template.yaml", build_dir=tmp_path)
+    with pytest.raises(LocalError, match="not both"):
+        server.start()
