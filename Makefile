@@ -13,7 +13,7 @@ ifdef SERVER_SECRET
 SERVE_ARGS += --server-secret $(SERVER_SECRET)
 endif
 
-.PHONY: install install-sam chromium serve test test-fast lint format openapi bench bench-pulse bench-load bench-sdk clean
+.PHONY: install install-sam build chromium serve test test-fast lint format openapi bench bench-pulse bench-load bench-sdk clean
 
 install: $(VENV)/.installed
 
@@ -31,6 +31,24 @@ $(SAM_VENV)/.installed:
 	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli>=1.120'
 	touch $@
+
+# The functions' runtime (template.yaml: Runtime python3.12, x86_64). `sam build` builds without a
+# container, so it needs that interpreter: python3.12 on PATH, else pyenv's; LAMBDA_PYTHON= to choose.
+RUNTIME := python3.12
+LAMBDA_PYTHON ?= $(shell for p in "$$(command -v $(RUNTIME))" "$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)"/versions/3.12*/bin/$(RUNTIME); do \
+	"$$p" -c '' 2>/dev/null && { echo "$$p"; break; }; done)
+BUILD_DIR ?= .aws-sam/build
+
+# The deployable artifact: each function's code and each layer in $(BUILD_DIR), as `sam deploy` ships
+# them. Beside them, lambda-runtime/ holds what the Lambda runtime provides (boto3), so that
+# `expconsole serve --build-dir` runs the functions with exactly what they have in AWS.
+build: install-sam
+	@test -n "$(LAMBDA_PYTHON)" || { echo "make build: no working $(RUNTIME) (the functions' runtime) on PATH \
+	or in pyenv; install CPython 3.12, or give its path: make build LAMBDA_PYTHON=/path/to/python3.12" >&2; exit 1; }
+	PATH="$(dir $(LAMBDA_PYTHON)):$$PATH" SAM_CLI_TELEMETRY=0 $(SAM_VENV)/bin/sam build --parallel \
+		--template-file template.yaml --build-dir $(BUILD_DIR)
+	$(LAMBDA_PYTHON) -m pip install --quiet --no-compile --root-user-action=ignore \
+		--target $(BUILD_DIR)/lambda-runtime boto3
 
 # The web console's browser tests drive Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM := /usr/bin/chromium

@@ -132,3 +132,12 @@ class Caller:
 @pytest.fixture
 def gates_fn(aws: None) -> Caller:
     return Caller("gates")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print what tests recorded for the reader (tests/stack: every function's size), pass or fail."""
+    for report in terminalreporter.getreports("passed") + terminalreporter.getreports("failed"):
+        for name, value in getattr(report, "user_properties", []):
+            if name == "function sizes":
+                terminalreporter.write_sep("-", f"{name} ({report.nodeid})")
+                terminalreporter.write_line(str(value))

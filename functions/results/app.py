@@ -1,6 +1,6 @@
 """Pulse results: /console/v1/experiments/{id}/pulse_results and /console/v1/holdouts/{id}/pulse_results.
 
-The only API function with the stats layer (numpy, scipy). Parse, call the service, wrap.
+The only API function with the numeric layer (numpy, scipy). Parse, call the service, wrap.
 """
 
 from __future__ import annotations

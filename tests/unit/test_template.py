@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -179,6 +180,77 @@ def test_sam_validate_lint_passes() -> None:
         check=False,
     )
     assert result.returncode == 0, f"sam validate --lint failed:\n{result.stdout}\n{result.stderr}"
+
+
+@pytest.mark.sam
+def test_cfn_lint_passes() -> None:
+    cfn_lint = _sam_cli().parent / "cfn-lint"
+    assert cfn_lint.is_file(), f"{cfn_lint} is missing: aws-sam-cli installs it (make install-sam)"
+    result = subprocess.run(
+        [str(cfn_lint), str(TEMPLATE)], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, f"cfn-lint found problems:\n{result.stdout}\n{result.stderr}"
+
+
+# --- runtime and layers ---------------------------------------------------------------------
+
+RUNTIME = "python3.12"
+ARCHITECTURE = "x86_64"
+# Layers by need (the CRUD functions have the global core layer only).
+HEAVY_LAYERS = {
+    "ResultsFunction": {"NumericLayer"},
+    "ImportFunction": {"SqlLayer"},
+    # NumericLayer until the pulse engine's SRM p-value moves to mpmath (in the SQL layer).
+    "PulseFunction": {"SqlLayer", "NumericLayer"},
+}
+
+
+def test_every_function_runs_python312_on_x86_64() -> None:
+    function_globals = _template()["Globals"]["Function"]
+    assert function_globals["Runtime"] == RUNTIME
+    assert function_globals["Architectures"] == [ARCHITECTURE]
+    for name, props in _functions().items():
+        assert props.get("Runtime", RUNTIME) == RUNTIME, name
+        assert props.get("Architectures", [ARCHITECTURE]) == [ARCHITECTURE], name
+
+
+def test_layers_are_built_for_the_functions_runtime() -> None:
+    layers = _resources("AWS::Serverless::LayerVersion")
+    assert set(layers) == {"CoreLayer", "NumericLayer", "SqlLayer"}
+    for name, layer in layers.items():
+        props, metadata = layer["Properties"], layer["Metadata"]
+        assert props["CompatibleRuntimes"] == [RUNTIME], name
+        assert props["CompatibleArchitectures"] == [ARCHITECTURE], name
+        assert metadata["BuildArchitecture"] == ARCHITECTURE, name
+        assert metadata["BuildMethod"] in (RUNTIME, "makefile"), name
+        content = ROOT / props["ContentUri"]
+        if metadata["BuildMethod"] == "makefile":
+            # sam build runs `make build-<LogicalId>` in the layer's folder
+            makefile = (content / "Makefile").read_text()
+            assert re.search(rf"^build-{name}:", makefile, re.MULTILINE), f"{content}: no build-{name}"
+        assert (content / "requirements.txt").is_file(), name
+
+
+def test_functions_carry_the_layers_they_need_and_crud_functions_the_core_layer_only() -> None:
+    assert _template()["Globals"]["Function"]["Layers"] == [{"Ref": "CoreLayer"}]
+    for name, props in _functions().items():
+        own = {layer["Ref"] for layer in props.get("Layers") or []}
+        assert own == HEAVY_LAYERS.get(name, set()), f"{name} has {sorted(own)}"
+
+
+def test_layer_requirements_are_the_projects_dependencies() -> None:
+    """The core layer ships the project's runtime dependencies (boto3 comes with Lambda), the
+    others what their functions import: a package left out would fail only in AWS."""
+
+    def names(path: Path) -> set[str]:
+        lines = [line.split("#")[0].strip() for line in path.read_text().splitlines()]
+        return {re.split(r"[<>=!~\[ ;]", line, maxsplit=1)[0].lower() for line in lines if line}
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = {re.split(r"[<>=!~\[ ;]", d, maxsplit=1)[0].lower() for d in project["dependencies"]}
+    assert names(ROOT / "layers/core/requirements.txt") == runtime - {"boto3"}
+    assert names(ROOT / "layers/numeric/requirements.txt") == {"numpy", "scipy"}
+    assert names(ROOT / "layers/sql/requirements.txt") == {"duckdb", "sqlglot", "mpmath"}
 
 
 # --- resources ------------------------------------------------------------------------------

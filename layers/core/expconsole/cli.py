@@ -56,6 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--api-key", help="console key to register and accept (default: a new one)")
     serve.add_argument("--server-secret", help="server secret to register and accept (default: a new one)")
     serve.add_argument("--template", help="the SAM template (default: template.yaml here or in a parent)")
+    serve.add_argument(
+        "--build-dir",
+        metavar="DIR",
+        help="run the built stack (`make build`: .aws-sam/build) instead of the source tree: each function "
+        "imported as Lambda does, from its code folder and its layers only, by the runtime's python3.12",
+    )
     serve.add_argument("--quiet", action="store_true", help="no access log on stderr")
     serve.add_argument(
         "--max-concurrency",
@@ -226,6 +232,7 @@ def _serve(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
         ephemeral=args.ephemeral,
         template=args.template,
+        build_dir=args.build_dir,
         use_aws=args.aws,
         stack_name=args.stack_name,
         quiet=args.quiet,

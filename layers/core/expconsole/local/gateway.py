@@ -28,7 +28,16 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from expconsole.local import cors
-from expconsole.local.sandbox import ACCOUNT_ID, BOOTSTRAP, REGION, read_message, write_message
+from expconsole.local import sandbox as sandbox_module
+from expconsole.local.artifact import Artifact
+from expconsole.local.sandbox import (
+    ACCOUNT_ID,
+    BOOTSTRAP,
+    BUILT_BOOTSTRAP,
+    REGION,
+    read_message,
+    write_message,
+)
 from expconsole.local.template import DEFAULT_ROUTE, Api, Authorizer, Function, Route, module_name
 
 API_ID = "local"
@@ -272,10 +281,19 @@ class _Sandbox:
     A reader thread turns the worker's replies into a queue, so waiting for one can time out.
     """
 
-    def __init__(self, function: Function) -> None:
+    def __init__(self, function: Function, artifact: Artifact | None = None) -> None:
         self.function = function
+        self.artifact = artifact
+        # From the source tree: this interpreter, with this copy of the package. From a build: the
+        # runtime's interpreter, isolated (-I), without site-packages (-S), writing no bytecode into
+        # the build (-B: Lambda's code folder is read-only); see artifact.py.
+        command = (
+            [sys.executable, "-P", "-c", BOOTSTRAP, str(_PACKAGE_ROOT)]
+            if artifact is None
+            else [artifact.python, "-I", "-S", "-B", "-c", BUILT_BOOTSTRAP, str(sandbox_module.__file__)]
+        )
         self.process = subprocess.Popen(
-            [sys.executable, "-P", "-c", BOOTSTRAP, str(_PACKAGE_ROOT)],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             **_OWN_PROCESS_GROUP,
@@ -317,6 +335,8 @@ class _Sandbox:
             "timeout": function.timeout_s,
             "environment": dict(function.environment),
         }
+        if self.artifact is not None:
+            message["path"], message["runtime_path"] = self.artifact.import_path(function)
         limit = INIT_LIMIT_S + function.timeout_s
         self._request(message, limit, "initialising", f"did not initialise within {limit:g} s")
         self._cold_allowance = max(0.0, INIT_LIMIT_S - (time.monotonic() - self._started))
@@ -388,9 +408,10 @@ class _Pool:
     is a wait rather than a 429.
     """
 
-    def __init__(self, function: Function, limit: int) -> None:
+    def __init__(self, function: Function, limit: int, artifact: Artifact | None = None) -> None:
         self.function = function
         self.limit = limit
+        self.artifact = artifact
         self._ready = threading.Condition()
         self._idle: list[_Sandbox] = []
         self._live: set[_Sandbox] = set()
@@ -429,7 +450,7 @@ class _Pool:
     def _start(self) -> _Sandbox:
         sandbox: _Sandbox | None = None
         try:
-            sandbox = _Sandbox(self.function)
+            sandbox = _Sandbox(self.function, self.artifact)
         except OSError as exc:
             raise SandboxCrashed(f"{self.function.logical_id}: cannot start a sandbox: {exc}") from exc
         finally:
@@ -488,7 +509,8 @@ class Functions:
     """Runs each function's invocations in its own pool of sandboxes, as Lambda does.
 
     A sandbox is a worker process (sandbox.py) that imports the function's module once and then
-    serves one invocation at a time. Concurrent invocations of a function go to different
+    serves one invocation at a time; with an `artifact`, from the build folder as Lambda would
+    (artifact.py). Concurrent invocations of a function go to different
     sandboxes, started on demand up to `max_concurrency` per function; past that, they wait for
     one to be free. Nothing starts before the first request, and idle sandboxes are reused; one
     idle for `idle_seconds` is stopped (as Lambda reclaims idle environments), and the next
@@ -500,7 +522,10 @@ class Functions:
     """
 
     def __init__(
-        self, max_concurrency: int = DEFAULT_MAX_CONCURRENCY, idle_seconds: float = DEFAULT_IDLE_SECONDS
+        self,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
+        artifact: Artifact | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError("max_concurrency must be at least 1")
@@ -508,6 +533,7 @@ class Functions:
             raise ValueError("idle_seconds must be positive")
         self.max_concurrency = max_concurrency
         self.idle_seconds = idle_seconds
+        self.artifact = artifact
         self._lock = threading.Lock()
         self._pools: dict[Function, _Pool] = {}
         self._closed = False
@@ -539,7 +565,7 @@ class Functions:
                 raise ServerStopping(f"{function.logical_id}: the server is stopping")
             pool = self._pools.get(function)
             if pool is None:
-                pool = self._pools[function] = _Pool(function, self.max_concurrency)
+                pool = self._pools[function] = _Pool(function, self.max_concurrency, self.artifact)
             if self._reaper is None:
                 self._reaper = threading.Thread(target=self._reap, name="sandbox-reaper", daemon=True)
                 self._reaper.start()

@@ -18,7 +18,7 @@ worker's stdin and answered on its stdout. The worker moves those pipes aside at
 whatever a handler prints (stdout or stderr) goes to the server's stderr, which is the log.
 
     server -> worker  {"type": "init", "function", "module", "file", "handler", "memory", "timeout",
-                       "environment"}
+                       "environment", "path"?, "runtime_path"?}
     worker -> server  {"type": "ready"}                 or {"type": "error", "error": {...}}
     server -> worker  {"type": "invoke", "event", "redact": [secrets]}
     worker -> server  {"type": "result", "result": ...} or {"type": "error", "error": {...}}
@@ -60,6 +60,12 @@ _PARENT_CHECK_S = 1.0
 BOOTSTRAP = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
     "from expconsole.local.sandbox import main; sys.exit(main())"
+)
+# For a built function (artifact.py): `python3.12 -I -S -B -c BUILT_BOOTSTRAP <this file>` runs this
+# file without importing any package, so the worker's sys.path holds the standard library only
+# until `init` gives it the function's own folders. Hence this module imports the stdlib alone.
+BUILT_BOOTSTRAP = (
+    "import runpy, sys; sys.exit(runpy.run_path(sys.argv.pop(1), run_name='lambda_sandbox')['main']())"
 )
 
 
@@ -174,8 +180,11 @@ class _Worker:
         os.environ.update({str(k): str(v) for k, v in (message.get("environment") or {}).items()})
         os.environ["AWS_LAMBDA_FUNCTION_NAME"] = self.function
         path, handler_name = str(message["file"]), str(message["handler"])
-        # The function's code folder comes first on sys.path, as Lambda's task root does.
-        sys.path.insert(0, os.path.dirname(path))
+        # The function's code folder comes first on sys.path, as Lambda's task root does; a built
+        # function also names its layers' folders (before the standard library, as /opt/python
+        # is) and the runtime's packages (after it, as /var/runtime is).
+        sys.path[:0] = [str(p) for p in message.get("path") or [os.path.dirname(path)]]
+        sys.path.extend(str(p) for p in message.get("runtime_path") or [])
         try:
             spec = importlib.util.spec_from_file_location(str(message["module"]), path)
             if spec is None or spec.loader is None:

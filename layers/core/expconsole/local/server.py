@@ -6,7 +6,8 @@ sandboxes as on Lambda: worker processes (sandbox.py), started on demand up to
 `max_concurrency` per function, that import the function once and serve one invocation at a
 time, so concurrent requests overlap as they do in the account. DynamoDB and S3 are moto
 embedded in this process (see backend.py), or the account with --aws; the sandboxes inherit
-this process's environment, which points their AWS clients at it.
+this process's environment, which points their AWS clients at it. With `build_dir` the
+functions are the built ones (`make build`), run as Lambda runs them (see artifact.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from types import TracebackType
 from typing import Any
 
 from expconsole.api.auth import KeyKind, mask_keys
+from expconsole.local.artifact import built_template, open_artifact
 from expconsole.local.backend import (
     LOCAL_BUCKET,
     LOCAL_TABLE,
@@ -77,6 +79,7 @@ class LocalServer:
         data_dir: str | Path | None = None,
         ephemeral: bool = True,
         template: str | Path | None = None,
+        build_dir: str | Path | None = None,
         use_aws: bool = False,
         stack_name: str = "expconsole",
         quiet: bool = False,
@@ -98,6 +101,7 @@ class LocalServer:
         self.bucket_name = ""
         self._given: dict[KeyKind, str | None] = {"console": api_key, "server": server_secret}
         self._template = template
+        self._build_dir = build_dir
         self._httpd: _HttpServer | None = None
         self._thread: threading.Thread | None = None
         self._undo: list[Callable[[], None]] = []
@@ -110,9 +114,17 @@ class LocalServer:
 
     def start(self) -> LocalServer:
         """Returns once the server is listening; LocalError (or TemplateError) if it cannot start."""
-        api = load_api(find_template(self._template))
+        if self._build_dir is not None and self._template is not None:
+            raise LocalError("give a template or a build folder (whose template.yaml is used), not both")
+        artifact = None
+        if self._build_dir is None:
+            api = load_api(find_template(self._template))
+        else:
+            api = load_api(built_template(self._build_dir))
+            runtimes = {route.function.runtime for route in api.routes}
+            artifact = open_artifact(self._build_dir, runtimes | {f.runtime for f in api.stream_functions})
         try:
-            gateway = Gateway(api, Functions(self.max_concurrency, self.idle_seconds))
+            gateway = Gateway(api, Functions(self.max_concurrency, self.idle_seconds, artifact))
             self._httpd = _HttpServer((self.host, self.port), gateway, quiet=self.quiet)
         except OSError as exc:
             raise LocalError(f"cannot listen on {self.host}:{self.port}: {exc.strerror or exc}") from exc
@@ -213,7 +225,8 @@ class LocalServer:
             data = f"Data: {_display(self.data_dir)}/ (ephemeral: no; {replayed} writes replayed)"
             kept = _display(self.data_dir / KEYS_FILE)
             data += f"\nKeys: generated ones are kept in {kept} (mode 0600) and reused by the next run"
-        lines = [
+        lines = [f"Functions:    built, in {self._build_dir}"] if self._build_dir is not None else []
+        lines += [
             f"Web console:  {self.url}/",
             f"Console API:  {self.url}/console/v1",
             f"Ingestion:    {self.url}/v1/webhooks/event_webhook",

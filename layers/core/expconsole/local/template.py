@@ -58,6 +58,10 @@ class Function:
     timeout_s: int = 3
     environment: tuple[tuple[str, str], ...] = ()
     """The function's own variables (literals and parameter defaults), beside the global ones."""
+    runtime: str = ""
+    """Lambda's runtime identifier (python3.12)."""
+    layers: tuple[Path, ...] = ()
+    """Its layers' content folders, in the template's order (the global ones first, as SAM does)."""
 
 
 @dataclass(frozen=True)
@@ -124,22 +128,7 @@ def load_api(path: Path) -> Api:
     base = path.parent
 
     def function(logical_id: str) -> Function:
-        resource = resources.get(logical_id) or {}
-        if resource.get("Type") != "AWS::Serverless::Function":
-            raise TemplateError(f"{logical_id} is not an AWS::Serverless::Function")
-        props = {**function_globals, **(resource.get("Properties") or {})}
-        code_uri, handler = props.get("CodeUri"), props.get("Handler")
-        if not isinstance(code_uri, str) or not isinstance(handler, str) or "." not in handler:
-            raise TemplateError(f"{logical_id} needs a local CodeUri and a Handler like app.lambda_handler")
-        module, handler_name = handler.rsplit(".", 1)
-        return Function(
-            logical_id=logical_id,
-            module_file=(base / code_uri / (module.replace(".", "/") + ".py")).resolve(),
-            handler_name=handler_name,
-            memory_mb=_number(props.get("MemorySize"), parameters, 128),
-            timeout_s=_number(props.get("Timeout"), parameters, 3),
-            environment=tuple(sorted(_environment(resource.get("Properties") or {}, parameters).items())),
-        )
+        return _function(logical_id, resources, parameters, function_globals, base)
 
     authorizers = {
         api_id: _authorizers(api_id, resource, parameters, function)
@@ -187,6 +176,49 @@ def load_api(path: Path) -> Api:
     )
 
 
+def _function(
+    logical_id: str,
+    resources: dict[str, Any],
+    parameters: dict[str, Any],
+    function_globals: dict[str, Any],
+    base: Path,
+) -> Function:
+    """One function as deployed: its own properties over the template's Globals."""
+    resource = resources.get(logical_id) or {}
+    if resource.get("Type") != "AWS::Serverless::Function":
+        raise TemplateError(f"{logical_id} is not an AWS::Serverless::Function")
+    props = {**function_globals, **(resource.get("Properties") or {})}
+    code_uri, handler = props.get("CodeUri"), props.get("Handler")
+    if not isinstance(code_uri, str) or not isinstance(handler, str) or "." not in handler:
+        raise TemplateError(f"{logical_id} needs a local CodeUri and a Handler like app.lambda_handler")
+    module, handler_name = handler.rsplit(".", 1)
+    own_layers = (resource.get("Properties") or {}).get("Layers") or []
+    layers = [*(function_globals.get("Layers") or []), *own_layers]
+    return Function(
+        logical_id=logical_id,
+        module_file=(base / code_uri / (module.replace(".", "/") + ".py")).resolve(),
+        handler_name=handler_name,
+        memory_mb=_number(props.get("MemorySize"), parameters, 128),
+        timeout_s=_number(props.get("Timeout"), parameters, 3),
+        environment=tuple(sorted(_environment(resource.get("Properties") or {}, parameters).items())),
+        runtime=str(props.get("Runtime") or ""),
+        layers=tuple(_layer_folder(logical_id, layer, resources, base) for layer in layers),
+    )
+
+
+def load_functions(path: Path) -> dict[str, Function]:
+    """Every `AWS::Serverless::Function` of the template, by logical id (routed or not)."""
+    document = read_template(path)
+    resources: dict[str, Any] = document["Resources"]
+    parameters: dict[str, Any] = document.get("Parameters") or {}
+    function_globals: dict[str, Any] = (document.get("Globals") or {}).get("Function") or {}
+    return {
+        logical_id: _function(logical_id, resources, parameters, function_globals, path.parent)
+        for logical_id, resource in resources.items()
+        if resource.get("Type") == "AWS::Serverless::Function"
+    }
+
+
 def _authorizers(
     api_id: str, resource: dict[str, Any], parameters: dict[str, Any], function: Callable[[str], Function]
 ) -> tuple[dict[str, Authorizer], str | None]:
@@ -210,6 +242,16 @@ def _authorizers(
     if default is not None and default not in named:
         raise TemplateError(f"{api_id}: DefaultAuthorizer {default!r} is not among its Authorizers")
     return named, default
+
+
+def _layer_folder(logical_id: str, layer: Any, resources: dict[str, Any], base: Path) -> Path:
+    """The content folder of a layer the template builds (`!Ref` to its LayerVersion)."""
+    name = layer.get("Ref") if isinstance(layer, dict) and len(layer) == 1 else None
+    resource = resources.get(name) if isinstance(name, str) else None
+    content = ((resource or {}).get("Properties") or {}).get("ContentUri")
+    if (resource or {}).get("Type") != "AWS::Serverless::LayerVersion" or not isinstance(content, str):
+        raise TemplateError(f"{logical_id}: layer {layer!r} is not a LayerVersion of the template")
+    return (base / content).resolve()
 
 
 def _resolve(value: Any, parameters: dict[str, Any]) -> Any:
