@@ -51,6 +51,15 @@ class Artifact:
         layers = [str(folder / "python") for folder in reversed(function.layers)]
         return [str(function.module_file.parent), *layers], [str(self.build_dir / RUNTIME_DIR)]
 
+    def environment(self, function: Function) -> dict[str, str]:
+        """Variables Lambda's runtime sets that change what the code imports: LAMBDA_TASK_ROOT turns
+        Powertools' Tracer on (it imports the X-Ray SDK and patches botocore, as in AWS); with no
+        X-Ray daemon and no trace header here, a missing trace context is ignored, not logged."""
+        return {
+            "LAMBDA_TASK_ROOT": str(function.module_file.parent),
+            "AWS_XRAY_CONTEXT_MISSING": "IGNORE_ERROR",
+        }
+
 
 def open_artifact(build_dir: str | Path, runtimes: set[str]) -> Artifact:
     """The artifact in `build_dir`, for functions of the given runtimes (exactly one, python3.X)."""

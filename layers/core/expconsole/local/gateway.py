@@ -337,6 +337,7 @@ class _Sandbox:
         }
         if self.artifact is not None:
             message["path"], message["runtime_path"] = self.artifact.import_path(function)
+            message["environment"] = {**message["environment"], **self.artifact.environment(function)}
         limit = INIT_LIMIT_S + function.timeout_s
         self._request(message, limit, "initialising", f"did not initialise within {limit:g} s")
         self._cold_allowance = max(0.0, INIT_LIMIT_S - (time.monotonic() - self._started))
