@@ -53,6 +53,8 @@ _UNSET = (
     "AWS_ENDPOINT_URL_S3",
     "AWS_ENDPOINT_URL_LAMBDA",
     "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
     "TABLE_NAME",
     "EVENTS_BUCKET",
 )
@@ -112,12 +114,14 @@ class StandInAccount:
             aws_secret_access_key=_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
         )
 
-    def cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-        """`expconsole <args>` as a user pointed at the account would run it."""
+    def cli(
+        self, *args: str, timeout: float = 300, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`expconsole <args>` as a user pointed at the account would run it (`env`: instead of theirs)."""
         return subprocess.run(
             [sys.executable, "-m", "expconsole.cli", *args],
             cwd=REPO,
-            env=self.env,
+            env=self.env if env is None else env,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -169,7 +173,8 @@ def moto_server(log: Path) -> Iterator[str]:
 
 def account_env(endpoint: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _UNSET}
-    env.update(_CREDENTIALS, AWS_ENDPOINT_URL=endpoint, AWS_DEFAULT_REGION=REGION, AWS_REGION=REGION)
+    env.pop("AWS_REGION", None)
+    env.update(_CREDENTIALS, AWS_ENDPOINT_URL=endpoint, AWS_DEFAULT_REGION=REGION)
     return env
 
 

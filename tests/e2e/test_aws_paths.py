@@ -161,6 +161,20 @@ def test_a_missing_stack_is_named(account: StandInAccount) -> None:
     assert "no-such-stack" in missing.stderr and "Traceback" not in missing.stderr
 
 
+def test_a_missing_region_is_named_before_anything_is_read(account: StandInAccount, tmp_path: Path) -> None:
+    """AWS_REGION alone (what the AWS CLI reads) is not enough for boto3: say so, touch nothing."""
+    env = {k: v for k, v in account.env.items() if k != "AWS_DEFAULT_REGION"}
+    env.update(AWS_REGION=aws_account.REGION, AWS_CONFIG_FILE=str(tmp_path / "no-config"))
+    for command in (["keys", "list"], ["pulse", "--no-progress"], ["serve", "--port", "0"]):
+        result = account.cli(*command, "--aws", "--stack-name", account.stack_name, env=env)
+        assert result.returncode == 1, (command, result.stdout, result.stderr)
+        assert "no AWS region: set AWS_DEFAULT_REGION" in result.stderr, (command, result.stderr)
+    # Also when the table and bucket are named directly (no stack read that would fail on its own).
+    named = {**env, "TABLE_NAME": account.table, "EVENTS_BUCKET": account.bucket}
+    result = account.cli("keys", "list", "--aws", env=named)
+    assert result.returncode == 1 and "no AWS region" in result.stderr, result.stderr
+
+
 def test_serve_writes_to_the_stack_and_serves_the_sdk_from_its_bucket(
     account: StandInAccount, console: ApiSession, sender: ApiSession, served: ServeProcess
 ) -> None:
