@@ -306,8 +306,13 @@ def test_pulse_loads_an_experiment_whose_results_serve_reads(
     p = 2 * stats.t.sf(abs(z), df) if df < 100 else 2 * stats.norm.sf(abs(z))
     assert entry["value"] == pytest.approx(delta, rel=1e-9)
     assert entry["p_value"] == pytest.approx(p, rel=1e-9)
+    # Without a target: everything due in the account, this experiment among it.
+    due = account.cli("pulse", "--aws", "--stack-name", account.stack_name, "--no-progress")
+    assert due.returncode == 0, due.stdout + due.stderr
+    assert f"Experiment {exp_id}: success" in due.stdout
     history = console.get(f"/console/v1/experiments/{exp_id}/pulse_load_history").json()["data"]
-    assert [h["creatorName"] for h in history] == ["expconsole pulse"]
+    assert [h["creatorName"] for h in history] == ["expconsole pulse", "expconsole pulse"]
+    assert all(h["finishedState"] == "success" for h in history)
 
 
 def test_keys_serve_generates_work_for_its_run_only_and_given_ones_stay(
