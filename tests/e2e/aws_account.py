@@ -17,6 +17,12 @@ What moto's CloudFormation does not apply, and how the stand-in makes up for it:
   an SQS queue as its target in place of the function, and `ImportFunctionStandIn` (a child
   process) takes each event from the queue and calls the function's real handler with it, with
   the variables the template gives the function: what Lambda does with the rule's events.
+- IAM is not enforced: moto's server can check actions but not the Resource element of a
+  policy (every resource-scoped statement of the template would deny), so the functions'
+  least-privilege policies are not what this account tests.
+
+The region is eu-west-1: the template names none (the deploy picks it), and a region other than
+us-east-1 (the laptop backend's, and boto3's S3 fallback) makes a path that assumes it fail here.
 
 Run as `python -m tests.e2e.aws_account import-function ...` it is that child process.
 """
@@ -41,7 +47,6 @@ from expconsole.local.template import read_template
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "template.yaml"
-# Not us-east-1 (what the laptop backend uses), so that a path assuming it fails here.
 REGION = "eu-west-1"
 STACK_NAME = "expconsole-standin"
 _CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}

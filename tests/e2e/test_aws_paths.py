@@ -154,6 +154,28 @@ def test_keys_create_writes_to_the_stack_table_and_the_key_works_against_serve(
     )
     assert as_console.status_code == 403
 
+    # keys deactivate --aws: a key deactivated before any use is refused (none cached its verdict).
+    spare = account.cli(
+        "keys",
+        "create",
+        "--aws",
+        "--stack-name",
+        account.stack_name,
+        "--kind",
+        "console",
+        "--description",
+        "spare",
+    )
+    assert spare.returncode == 0, spare.stderr
+    listed = account.cli("keys", "list", "--aws", "--stack-name", account.stack_name)
+    (spare_row,) = [line for line in listed.stdout.splitlines() if line.endswith("spare")]
+    off = account.cli("keys", "deactivate", spare_row.split()[0], "--aws", "--stack-name", account.stack_name)
+    assert off.returncode == 0, off.stderr
+    refused = requests.get(
+        f"{served.url}/console/v1/gates", headers={"SERVICE-API-KEY": spare.stdout.strip()}, timeout=30
+    )
+    assert refused.status_code == 401
+
 
 def test_a_missing_stack_is_named(account: StandInAccount) -> None:
     missing = account.cli("keys", "list", "--aws", "--stack-name", "no-such-stack")
