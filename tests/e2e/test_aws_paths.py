@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -372,3 +374,26 @@ def test_keys_serve_generates_work_for_its_run_only_and_given_ones_stay(
     assert status(given) == 200
     listed = account.cli("keys", "list", "--aws", "--stack-name", account.stack_name)
     assert listed.stdout.count("(inactive)") >= 2, listed.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["keys", "list", "--aws", "--data-dir", "elsewhere"], "--data-dir"),
+        (["serve", "--aws", "--ephemeral"], "--ephemeral"),
+        (["pulse", "--stack-name", "production"], "--stack-name"),
+        (["import", "export", "--stack-name", "production"], "--stack-name"),
+    ],
+)
+def test_an_option_the_backend_would_ignore_is_refused(args: list[str], named: str, tmp_path: Path) -> None:
+    """--data-dir and --ephemeral mean nothing with --aws, --stack-name nothing without it."""
+    result = subprocess.run(
+        [sys.executable, "-m", "expconsole.cli", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert f"error: {named}:" in result.stderr
+    assert not (tmp_path / "elsewhere").exists() and not (tmp_path / ".expconsole").exists()
