@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import time
@@ -377,19 +378,27 @@ def test_keys_serve_generates_work_for_its_run_only_and_given_ones_stay(
 
 
 @pytest.mark.parametrize(
-    ("args", "named"),
+    ("args", "named", "table_env"),
     [
-        (["keys", "list", "--aws", "--data-dir", "elsewhere"], "--data-dir"),
-        (["serve", "--aws", "--ephemeral"], "--ephemeral"),
-        (["pulse", "--stack-name", "production"], "--stack-name"),
-        (["import", "export", "--stack-name", "production"], "--stack-name"),
+        (["keys", "list", "--aws", "--data-dir", "elsewhere"], "--data-dir", False),
+        (["serve", "--aws", "--ephemeral"], "--ephemeral", False),
+        (["pulse", "--stack-name", "production"], "--stack-name", False),
+        (["import", "export", "--stack-name", "production"], "--stack-name", False),
+        (["keys", "list", "--aws", "--stack-name", "production"], "--stack-name", True),
     ],
 )
-def test_an_option_the_backend_would_ignore_is_refused(args: list[str], named: str, tmp_path: Path) -> None:
-    """--data-dir and --ephemeral mean nothing with --aws, --stack-name nothing without it."""
+def test_an_option_the_backend_would_ignore_is_refused(
+    args: list[str], named: str, table_env: bool, tmp_path: Path
+) -> None:
+    """--data-dir and --ephemeral mean nothing with --aws, --stack-name nothing without it (nor when
+    TABLE_NAME and EVENTS_BUCKET name the table and bucket)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TABLE_NAME", "EVENTS_BUCKET")}
+    if table_env:
+        env.update(TABLE_NAME="t", EVENTS_BUCKET="b")
     result = subprocess.run(
         [sys.executable, "-m", "expconsole.cli", *args],
         cwd=tmp_path,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,

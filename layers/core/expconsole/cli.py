@@ -49,6 +49,11 @@ def _check_backend_arguments(parser: argparse.ArgumentParser, args: argparse.Nam
         if local_only:
             flags = " and ".join("--" + name.replace("_", "-") for name in local_only)
             parser.error(f"{flags}: local state only, not used with --aws")
+        if args.stack_name and os.environ.get("TABLE_NAME") and os.environ.get("EVENTS_BUCKET"):
+            parser.error(
+                "--stack-name: TABLE_NAME and EVENTS_BUCKET are set and name the table and bucket "
+                "instead of the stack's outputs; unset them, or drop --stack-name"
+            )
         args.stack_name = args.stack_name or DEFAULT_STACK_NAME
     elif args.stack_name is not None:
         parser.error("--stack-name: names the stack used with --aws; add --aws")
