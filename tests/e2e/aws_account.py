@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from expconsole.local.template import read_template
+from expconsole.local.template import load_api, read_template
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "template.yaml"
@@ -210,7 +210,9 @@ def deploy(endpoint: str, stack_name: str = STACK_NAME) -> StandInAccount:
 @contextmanager
 def import_function(account: StandInAccount, log: Path) -> Iterator[None]:
     """ImportFunction's stand-in (see the module docstring) in a child process while the block runs."""
-    env = {**account.env, "TABLE_NAME": account.table, "EVENTS_BUCKET": account.bucket}
+    # The template's global function variables (TABLE_NAME and EVENTS_BUCKET: its !Refs resolved).
+    variables = load_api(TEMPLATE).environment
+    env = {**account.env, **variables, "TABLE_NAME": account.table, "EVENTS_BUCKET": account.bucket}
     with log.open("ab") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.e2e.aws_account", "import-function", account.queue_url],
