@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
+DEFAULT_STACK_NAME = "expconsole"
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
@@ -23,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "run"):
         parser.print_help(sys.stderr)
         return 2
+    if hasattr(args, "aws"):
+        _check_backend_arguments(parser, args)
     from botocore.exceptions import BotoCoreError, ClientError
 
     from expconsole.local.backend import LocalError
@@ -36,6 +40,23 @@ def main(argv: list[str] | None = None) -> int:
     except (BotoCoreError, ClientError) as exc:
         print(f"expconsole {args.command}: AWS said: {exc}", file=sys.stderr)
         return 1
+
+
+def _check_backend_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse an option the chosen backend would ignore; default the stack name."""
+    if args.aws:
+        local_only = [name for name in ("data_dir", "ephemeral") if getattr(args, name, None)]
+        if local_only:
+            flags = " and ".join("--" + name.replace("_", "-") for name in local_only)
+            parser.error(f"{flags}: local state only, not used with --aws")
+        if args.stack_name and os.environ.get("TABLE_NAME") and os.environ.get("EVENTS_BUCKET"):
+            parser.error(
+                "--stack-name: TABLE_NAME and EVENTS_BUCKET are set and name the table and bucket "
+                "instead of the stack's outputs; unset them, or drop --stack-name"
+            )
+        args.stack_name = args.stack_name or DEFAULT_STACK_NAME
+    elif args.stack_name is not None:
+        parser.error("--stack-name: names the stack used with --aws; add --aws")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -208,11 +229,10 @@ def _backend_arguments(parser: argparse.ArgumentParser) -> None:
         "--aws", action="store_true", help="use the deployed table and bucket instead of moto"
     )
     parser.add_argument(
-        "--stack-name", default="expconsole", help="stack whose outputs name the table and bucket with --aws"
+        "--stack-name",
+        help=f"with --aws, the stack whose outputs name the table and bucket (default: {DEFAULT_STACK_NAME})",
     )
-    parser.add_argument(
-        "--data-dir", default=".expconsole", help="where local state lives (default: %(default)s)"
-    )
+    parser.add_argument("--data-dir", help="where local state lives (default: .expconsole)")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -286,7 +306,9 @@ def backend_context(args: argparse.Namespace) -> Iterator[str]:
         finally:
             restore()
         return
-    data_dir = Path(args.data_dir)
+    from expconsole.local.server import DEFAULT_DATA_DIR
+
+    data_dir = Path(args.data_dir or DEFAULT_DATA_DIR)
     backend = EmbeddedBackend(data_dir)
     try:
         backend.start()

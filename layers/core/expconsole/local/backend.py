@@ -105,6 +105,15 @@ def _set_environ(values: dict[str, str | None]) -> None:
 
 def aws_resources(stack_name: str) -> tuple[str, str]:
     """The account's table and bucket: TABLE_NAME/EVENTS_BUCKET if set, else the stack's outputs."""
+    import boto3
+
+    # botocore reads AWS_DEFAULT_REGION, not AWS_REGION (which the AWS CLI also reads): without
+    # this check the S3 client quietly falls back to us-east-1 while the others fail.
+    if not boto3.Session().region_name:
+        raise LocalError(
+            "no AWS region: set AWS_DEFAULT_REGION (AWS_REGION alone is not read) or a region in the "
+            "profile (AWS_PROFILE), to the stack's region"
+        )
     table, bucket = os.environ.get("TABLE_NAME"), os.environ.get("EVENTS_BUCKET")
     if table and bucket:
         return table, bucket

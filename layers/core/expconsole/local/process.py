@@ -23,7 +23,8 @@ _BANNER_END = "Try:"
 class ServeProcess:
     """Runs `expconsole serve <args>` and reads its banner: `url`, `api_key`, `server_secret`.
 
-    `stderr` is a file for the server's log (default: inherited). The process listens once
+    `stderr` is a file for the server's log (default: inherited); `env` its environment (default:
+    this process's). The process listens once
     `start()` returns; `stop()` sends SIGINT (Ctrl-C) and returns the exit status.
     """
 
@@ -33,11 +34,13 @@ class ServeProcess:
         cwd: str | Path | None = None,
         stderr: Path | None = None,
         start_timeout: float = 60.0,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.command = [sys.executable, "-m", "expconsole.cli", "serve", *serve_args]
         self.cwd = cwd
         self.stderr_path = stderr
         self.start_timeout = start_timeout
+        self.env = env
         self.banner: list[str] = []
         self.url = ""
         self.api_key = ""
@@ -57,7 +60,13 @@ class ServeProcess:
         """Start the server and wait for its banner; RuntimeError (with its output) if it fails."""
         self._stderr = self.stderr_path.open("w") if self.stderr_path else None
         self._process = subprocess.Popen(
-            self.command, cwd=self.cwd, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
+            self.command,
+            cwd=self.cwd,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            bufsize=1,
         )
         threading.Thread(target=self._read_stdout, name="expconsole-serve-stdout", daemon=True).start()
         deadline = time.monotonic() + self.start_timeout
