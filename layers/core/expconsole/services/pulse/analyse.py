@@ -56,7 +56,6 @@ WINSOR_QUANTILE = 0.999  # STATS.md: capped at the 99.9th percentile of the non-
 
 # 1. Every unit's first valid exposure (day, time, group code), numbered, and whether it crossed.
 EXPOSED_SQL = """
-CREATE OR REPLACE TEMP TABLE exposed AS
 SELECT CAST(row_number() OVER (ORDER BY unit) - 1 AS BIGINT) AS code, unit, e_day, e_ts,
     CASE e_group {cases} ELSE -1 END AS g, crossover
 FROM (
@@ -97,6 +96,7 @@ FROM read_parquet({file}) AS r JOIN exposed AS e ON r.unit = e.unit
 WHERE {post} OR {pre}
 """
 TABLE = "CREATE OR REPLACE TEMP TABLE {name} AS {select}"
+VIEW = "CREATE OR REPLACE TEMP VIEW {name} AS {select}"
 
 # 3. Distinct values over the window: cumulative windows count each value on the day it is first
 # seen (a running sum then counts distinct values); 1- and 7-day windows count each result day.
@@ -167,7 +167,6 @@ PRE_UNITS = "SELECT code{sums} FROM unit_days WHERE NOT post GROUP BY code"
 
 # 5. Unit values of the computed metrics, and the winsorization thresholds per result day.
 VALUES_SQL = """
-CREATE OR REPLACE TEMP TABLE unit_values AS
 SELECT p.r, p.g{values}
 FROM post AS p{joins}
 """
@@ -344,19 +343,26 @@ def _funnel_sql(funnel: Funnel, src: str, key: list[str], by: list[str]) -> str:
 
 
 class _Statements:
-    """Runs the statements and drops the temporary tables they made."""
+    """Runs the statements; drops the temporary tables they made as soon as they are not needed."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
-        self.tables: list[str] = []
+        self.made: dict[str, str] = {}  # name -> TABLE or VIEW
 
     def table(self, name: str, select: str) -> None:
         self.con.execute(TABLE.format(name=name, select=select))
-        self.tables.append(name)
+        self.made[name] = "TABLE"
 
-    def drop(self) -> None:
-        for name in reversed(self.tables):
-            self.con.execute(f"DROP TABLE IF EXISTS {name}")
+    def view(self, name: str, select: str) -> None:
+        self.con.execute(VIEW.format(name=name, select=select))
+        self.made[name] = "VIEW"
+
+    def drop(self, *names: str) -> None:
+        """Drop these (all, without names), views first."""
+        for name in sorted(names or list(self.made), key=lambda n: self.made.get(n) != "VIEW"):
+            kind = self.made.pop(name, None)
+            if kind is not None:
+                self.con.execute(f"DROP {kind} IF EXISTS {name}")
 
 
 def analyse(
@@ -395,12 +401,12 @@ def _analyse(
         EXPOSURE_DAY.format(day=i, file=literal(str(parts[i]["units"]))) for i in range(first_result, n_days)
     ]
     cases = " ".join(f"WHEN {literal(g)} THEN {c}" for c, g in enumerate(analysed)) or "WHEN NULL THEN -1"
-    con.execute(
+    sql.table(
+        "exposed",
         EXPOSED_SQL.format(
             cases=cases, sep=literal(GROUP_SEP), days="\nUNION ALL\n".join(selects) or EXPOSURE_NONE
-        )
+        ),
     )
-    sql.tables.append("exposed")
     exposed_units, crossover_units = con.execute(EXPOSED_COUNTS).fetchone() or (0, 0)
 
     # 2. Unit days, distinct values, funnel steps.
@@ -469,6 +475,7 @@ def _analyse(
             "pre_distinct",
             DISTINCT_PRE.format(counts="".join(DISTINCT_COUNT.format(a=a) for a in distinct_atoms)),
         )
+        sql.drop("distinct_rows")
     for f, funnel in enumerate(plan.funnels):
         if cumulative:
             post_sql = _funnel_sql(funnel, FUNNEL_POST.format(f=f), ["code"], ["code", "day"])
@@ -482,6 +489,7 @@ def _analyse(
         for m in ("c", "b"):
             inner.append(f", coalesce(f{f}.{m}, 0.0) AS {m}{f}")
             outer.append(f", sum({m}{f}) OVER w AS {m}{f}" if cumulative else f", {m}{f}")
+    sql.drop("funnel_rows")
     sql.table(
         "post",
         POST_SQL.format(
@@ -498,6 +506,7 @@ def _analyse(
         f", CAST(count(*) FILTER (WHERE n{a} > 0) AS DOUBLE) AS k{a}" for a in sorted(dau_atoms)
     )
     sql.table("pre_units", PRE_UNITS.format(sums=pre_sums))
+    sql.drop("unit_days", "distinct_post", *(f"funnel_post_{f}" for f in range(len(plan.funnels))))
 
     # 5. Unit values and thresholds.
     metrics = [m for m in plan.metrics if not m.missing and (metric_ids is None or m.id in metric_ids)]
@@ -508,8 +517,7 @@ def _analyse(
     pre_joins += [
         f"\nLEFT JOIN funnel_pre_{f} AS qf{f} ON qf{f}.code = p.code" for f in range(len(plan.funnels))
     ]
-    con.execute(VALUES_SQL.format(values="".join(values), joins="".join(pre_joins)))
-    sql.tables.append("unit_values")
+    sql.view("unit_values", VALUES_SQL.format(values="".join(values), joins="".join(pre_joins)))
     capped = [c for mc in metric_columns for c, cap in zip(mc.names, mc.capped, strict=True) if cap]
     if capped:
         quantiles = "".join(QUANTILE.format(c=c, q=WINSOR_QUANTILE) for c in capped)
