@@ -26,6 +26,12 @@ and the health document. The statements, in order (the templates below):
    streaming Welford updates, never raw power sums), the units with pre-period data, and
    whether the metric had any non-zero value (the health check's metric dates).
 
+Floating-point sums depend on the order of their terms, and DuckDB's threads combine partial
+aggregates in any order: the sums of values (`ORDER BY day`) and the statistics (`ORDER BY
+code`) are ordered aggregates, so that a reload of the same events writes the same records to
+the last bit (a load's records are compared with a retry's). Window sums run in (unit, day)
+order already; counts are exact.
+
 Funnels (`funnelCountDistinct`): users mode counts a unit once it did every step in order, each
 step at or after the previous one's time (strictly after when it is the same atom: one event is
 one step), taking the earliest such event at each step. Events mode counts attempts: a
@@ -167,7 +173,7 @@ PRE_UNITS = "SELECT code{sums} FROM unit_days WHERE NOT post GROUP BY code"
 
 # 5. Unit values of the computed metrics, and the winsorization thresholds per result day.
 VALUES_SQL = """
-SELECT p.r, p.g{values}
+SELECT p.r, p.g, p.code{values}
 FROM post AS p{joins}
 """
 THRESHOLDS_SQL = "SELECT r{quantiles} FROM unit_values GROUP BY r"
@@ -175,7 +181,7 @@ QUANTILE = ", quantile_cont({c}, {q}) FILTER (WHERE {c} <> 0 AND isfinite({c})) 
 # 6. The statistics per (result day, group).
 STATS_SQL = """
 SELECT v.r, v.g, count(*) AS n{aggregates}
-FROM (SELECT u.r, u.g{capped} FROM unit_values AS u{join}) AS v
+FROM (SELECT u.r, u.g, u.code{capped} FROM unit_values AS u{join}) AS v
 GROUP BY v.r, v.g ORDER BY v.r, v.g
 """
 CAPPED = ", least(u.{c}, coalesce(t.{c}, u.{c})) AS {c}"
@@ -501,7 +507,7 @@ def _analyse(
             **{k: v for k, v in window.items() if k != "span"},
         ),
     )
-    pre_sums = "".join(f", sum({m}{a}) AS {m}{a}" for m, a in columns)
+    pre_sums = "".join(f", sum({m}{a}{' ORDER BY day' if m == 's' else ''}) AS {m}{a}" for m, a in columns)
     pre_sums += "".join(
         f", CAST(count(*) FILTER (WHERE n{a} > 0) AS DOUBLE) AS k{a}" for a in sorted(dau_atoms)
     )
@@ -527,10 +533,10 @@ def _analyse(
     aggregates = []
     for mc in metric_columns:
         names = mc.names
-        aggregates += [f",\n    avg({c}) AS {c}_mean" for c in names]
+        aggregates += [f",\n    avg({c} ORDER BY code) AS {c}_mean" for c in names]
         for i, a in enumerate(names):
             for b in names[i:]:
-                moment = f"var_pop({a})" if a == b else f"covar_pop({a}, {b})"
+                moment = f"var_pop({a} ORDER BY code)" if a == b else f"covar_pop({a}, {b} ORDER BY code)"
                 aggregates.append(f",\n    {moment} * count(*) AS {a}_{b}")
         aggregates.append(
             f",\n    count(*) FILTER (WHERE {' OR '.join(f'{c} <> 0' for c in mc.pre)}) AS {names[0]}_nz"
