@@ -370,7 +370,7 @@ def phase_pipeline(args: argparse.Namespace, records: Any = "pipeline.json") -> 
     timer = Timer()
     _time_storage(timer)
     daydata.compact = timer.wrap("compact", daydata.compact)
-    run.write_day = timer.wrap("dynamodb", run.write_day)
+    run.put_day = timer.wrap("dynamodb", run.put_day)
     run.aggregate_day = timer.wrap("aggregate_day", run.aggregate_day)
     analyse = timer.wrap("analyse", run.analyse)
     peaks: dict[str, float] = {}

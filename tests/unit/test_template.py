@@ -200,8 +200,8 @@ ARCHITECTURE = "x86_64"
 HEAVY_LAYERS = {
     "ResultsFunction": {"NumericLayer"},
     "ImportFunction": {"SqlLayer"},
-    # NumericLayer until the pulse engine's SRM p-value moves to mpmath (in the SQL layer).
-    "PulseFunction": {"SqlLayer", "NumericLayer"},
+    # SQL only: per-unit values and group sums in DuckDB, the SRM p-value with mpmath.
+    "PulseFunction": {"SqlLayer"},
 }
 
 

@@ -6,7 +6,7 @@ makes `load_pulse` record a queued load and invoke the function itself with `{"p
 so `pulse_load_history` shows it `running` with `progress` until it finishes. The local server
 does the same (it passes the function its variables and serves Lambda's Invoke API:
 local/lambda_api.py). `?wait=true` runs the load within the request instead, and the answer
-carries its outcome. The pipeline itself (services.pulse.run, DuckDB and numpy) is imported
+carries its outcome. The pipeline itself (services.pulse.run, DuckDB, no numpy) is imported
 only when a load runs.
 """
 

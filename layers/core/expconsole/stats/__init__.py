@@ -7,7 +7,8 @@ convert both ways. Each test is a function of those objects: `frequentist`, `cup
 `sequential`, `bayesian`, `sprt`, with `corrections` deciding the α of each entry, `health`
 checking sample ratios, `holdout` the topline figures and `winsor` the capping of unit values.
 `result` assembles contract-shaped entries. Undefined figures are None with a reason; nothing
-raises on data, divides by zero or returns NaN. Only numpy and scipy are used.
+raises on data, divides by zero or returns NaN. Only numpy and scipy are used, and mpmath
+for the sample ratio check (`expconsole.srm`, shared with the pulse function, which has no scipy).
 """
 
 from __future__ import annotations

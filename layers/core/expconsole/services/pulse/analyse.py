@@ -1,49 +1,74 @@
-"""From per-day unit aggregates to cumulative group statistics per result day, and health checks.
+# ruff: noqa: RUF002 - formulas keep their own notation (Greek letters)
+"""From per-day unit aggregates to cumulative group statistics per result day, in SQL; health checks.
 
-Pass 1 reads the exposure columns of every day from the start: a unit's first valid exposure
-(day, time, group) decides everything else. Pass 2 walks the days in order (the 7 days before
-the start included, for CUPED) and, per unit, adds a day's events to its post-exposure sums
-when the unit was exposed before that day (the `np`/`sp` columns on the exposure day itself)
-and to its pre-period sums when the unit's exposure day is 1 to 7 days later. After each day
-from the start, the unit values of every metric (STATS.md) over the rollup window, winsorized,
-give one `GroupStatistics` record per (metric, group): cumulative, as store.group_stats keeps
-them. DuckDB reads the stored day parts (local Parquet) and joins them to the numbered exposed
-units (the `exposed` table); distinct-value rows stay in DuckDB tables and are counted there.
-Memory: one day's per-unit sums at a time plus a few float arrays per atom over the exposed units.
+DuckDB runs the whole combination over the stored day parts (local Parquet: `units`, `distinct`,
+`funnel`, see aggregate.py); Python only shapes its result rows into `GroupStatistics` records
+and the health document. The statements, in order (the templates below):
+
+1. `exposed`: every unit's first valid exposure (day, time, group), numbered, and whether it
+   crossed groups. A unit's exposure day decides which of its events count: on later days all
+   of them, on the exposure day those at or after the exposure (the `np`/`sp` columns), and on
+   the 7 days before it the CUPED pre-period.
+2. `unit_days`: per exposed unit and day (pre-period and post-exposure), each atom's count and
+   sum; `distinct_rows` and `funnel_rows` likewise keep distinct values and funnel steps.
+3. `post`: one row per (analysed unit, result day r ≥ its exposure day), each atom's sums over
+   the rollup window (cumulative, or the last 1 or 7 days: a window function over the days),
+   distinct counts and funnel progress over the same window. Cumulative windows add per-day
+   contributions (the values first seen that day, the funnel attempts completed that day), so
+   the events are read once whatever the number of result days; 1- and 7-day windows count
+   their days' rows again for each result day.
+4. `pre_*`: per unit, the same over its pre-period.
+5. `unit_values`: each metric's unit values (STATS.md) from those columns; `thresholds`: per
+   result day, the winsorization threshold of each capped column (the exact linear 99.9th
+   percentile of the non-zero values, `quantile_cont`, as numpy's default percentile).
+6. The statistics, per (result day, group): n, the mean of each column and the centred
+   co-moments `C_ij = Σ(a_i − ā_i)(a_j − ā_j)` as `var_pop·n` / `covar_pop·n` (DuckDB's
+   streaming Welford updates, never raw power sums), the units with pre-period data, and
+   whether the metric had any non-zero value (the health check's metric dates).
+
+Floating-point sums depend on the order of their terms, and DuckDB's threads combine partial
+aggregates in any order: the sums of values (`ORDER BY day`) and the statistics (`ORDER BY
+code`) are ordered aggregates, so that a reload of the same events writes the same records to
+the last bit (a load's records are compared with a retry's). Window sums run in (unit, day)
+order already; counts are exact.
+
+Funnels (`funnelCountDistinct`): users mode counts a unit once it did every step in order, each
+step at or after the previous one's time (strictly after when it is the same atom: one event is
+one step), taking the earliest such event at each step. Events mode counts attempts: a
+first-step event starts one (abandoning one in progress), the next step's first event after the
+last step's advances it, the last step completes it; the value is completions over starts.
+
+This SQL runs on DuckDB only (the Athena engine computes the day parts; the combination reads
+them locally), so it may use DuckDB's functions (`quantile_cont`, ASOF joins).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 
 from expconsole.models.results import GroupStatistics
 from expconsole.services.pulse.aggregate import GROUP_SEP
 from expconsole.services.pulse.engine import literal
 from expconsole.services.pulse.plan import PRE_DAYS, WINSORIZED, EntityPlan, Funnel, MetricPlan
-from expconsole.services.results import record_of
-from expconsole.stats import CupedRatioStatistic, CupedStatistic
-from expconsole.stats.health import srm_check
-from expconsole.stats.winsor import winsorize
+from expconsole.srm import srm_check
 
 Parts = dict[str, Path]  # part name (units, distinct, funnel) -> local Parquet file
+WINSOR_QUANTILE = 0.999  # STATS.md: capped at the 99.9th percentile of the non-zero values
 
-# Pass 1: every unit's first valid exposure (day, time, group), numbered, and whether it crossed.
+# 1. Every unit's first valid exposure (day, time, group code), numbered, and whether it crossed.
 EXPOSED_SQL = """
-CREATE OR REPLACE TEMP TABLE exposed AS
-SELECT CAST(row_number() OVER (ORDER BY unit) - 1 AS BIGINT) AS code, unit, e_day, e_ts, e_group, crossover
+SELECT CAST(row_number() OVER (ORDER BY unit) - 1 AS BIGINT) AS code, unit, e_day, e_ts,
+    CASE e_group {cases} ELSE -1 END AS g, crossover
 FROM (
     SELECT unit, arg_min(day, exp_ts) AS e_day, min(exp_ts) AS e_ts, arg_min(exp_group, exp_ts) AS e_group,
         count(DISTINCT exp_groups) > 1 OR bool_or(contains(exp_groups, {sep})) AS crossover
-    FROM ({days}) GROUP BY unit
-)
+    FROM ({days}) AS x GROUP BY unit
+) AS f
 """
 EXPOSURE_DAY = """
 SELECT unit, exp_ts, exp_group, exp_groups, {day} AS day FROM read_parquet({file}) WHERE exp_ts IS NOT NULL
@@ -52,31 +77,114 @@ EXPOSURE_NONE = """
 SELECT NULL::VARCHAR AS unit, NULL::BIGINT AS exp_ts, NULL::VARCHAR AS exp_group,
     NULL::VARCHAR AS exp_groups, NULL::INTEGER AS day WHERE false
 """
-EXPOSED_ARRAYS = """
-SELECT CAST(e_day AS BIGINT) AS e_day, e_ts, CASE e_group {cases} ELSE -1 END AS e_group
-FROM exposed ORDER BY code
+EXPOSED_COUNTS = "SELECT count(*), count(*) FILTER (WHERE crossover) FROM exposed"
+UNITS_PER_DAY = "SELECT e_day, g, count(*) FROM exposed WHERE g >= 0 GROUP BY e_day, g"
+
+# 2. Per exposed unit and day from 7 days before its exposure day: each atom's count n<a> (and
+# sum s<a> of value and metadata atoms) over the events that count: the whole day before and
+# after the exposure day, the events at or after the exposure on that day.
+UNIT_DAY = """
+SELECT e.code, {day} AS day, {day} >= e.e_day AS post{columns}
+FROM read_parquet({file}) AS u JOIN exposed AS e ON u.unit = e.unit
+WHERE {day} >= e.e_day - {pre}
 """
-DAY_UNITS = "SELECT e.code{columns} FROM read_parquet({file}) u JOIN exposed e ON u.unit = e.unit"
-# Distinct-value rows of exposed units, post-exposure and pre-period, kept for the result days.
-DISTINCT_TABLES = """
-CREATE OR REPLACE TEMP TABLE distinct_post (atom INTEGER, code BIGINT, value VARCHAR, day INTEGER);
-CREATE OR REPLACE TEMP TABLE distinct_pre (atom INTEGER, code BIGINT, value VARCHAR, day INTEGER);
-"""
+UNIT_DAY_COLUMN = ", CASE WHEN e.e_day = {day} THEN u.{m}p{a} ELSE u.{m}{a} END AS {m}{a}"
+POST_ROW = "({day} > e.e_day OR ({day} = e.e_day AND r.ts >= e.e_ts))"
+PRE_ROW = "({day} < e.e_day AND {day} >= e.e_day - {pre})"
 DISTINCT_DAY = """
-INSERT INTO distinct_{into}
-SELECT r.atom, e.code, r.value, {day} FROM read_parquet({file}) r JOIN exposed e ON r.unit = e.unit
-WHERE {where}
-"""
-DISTINCT_POST = "e.e_day < {day} OR (e.e_day = {day} AND r.ts >= e.e_ts)"
-DISTINCT_PRE = "e.e_day > {day} AND e.e_day - {pre} <= {day}"
-DISTINCT_COUNT = """
-SELECT code, count(DISTINCT value) AS n FROM distinct_{table}
-WHERE atom = {atom} AND day >= {first_day} GROUP BY code
+SELECT r.atom, e.code, r.value, {day} AS day, {post} AS post
+FROM read_parquet({file}) AS r JOIN exposed AS e ON r.unit = e.unit
+WHERE r.value IS NOT NULL AND ({post} OR {pre})
 """
 FUNNEL_DAY = """
-SELECT CAST(r.funnel AS BIGINT) AS funnel, CAST(r.step AS BIGINT) AS step, e.code, r.ts
-FROM read_parquet({file}) r JOIN exposed e ON r.unit = e.unit
+SELECT r.funnel, r.step, e.code, r.ts, {day} AS day, {post} AS post
+FROM read_parquet({file}) AS r JOIN exposed AS e ON r.unit = e.unit
+WHERE {post} OR {pre}
 """
+TABLE = "CREATE OR REPLACE TEMP TABLE {name} AS {select}"
+VIEW = "CREATE OR REPLACE TEMP VIEW {name} AS {select}"
+
+# 3. Distinct values over the window: cumulative windows count each value on the day it is first
+# seen (a running sum then counts distinct values); 1- and 7-day windows count each result day.
+DISTINCT_NEW = """
+SELECT code, day{counts} FROM (
+    SELECT atom, code, value, min(day) AS day FROM distinct_rows WHERE post GROUP BY atom, code, value
+) AS x GROUP BY code, day
+"""
+DISTINCT_NEW_COUNT = ", count(*) FILTER (WHERE atom = {a}) AS d{a}"
+DISTINCT_WINDOW = """
+SELECT x.code, CAST(w.range AS INTEGER) AS r{counts}
+FROM distinct_rows AS x JOIN range({first}, {end}) AS w ON w.range BETWEEN x.day AND x.day + {span}
+WHERE x.post GROUP BY x.code, w.range
+"""
+DISTINCT_PRE = "SELECT code{counts} FROM distinct_rows AS x WHERE NOT x.post GROUP BY code"
+DISTINCT_COUNT = ", count(DISTINCT x.value) FILTER (WHERE x.atom = {a}) AS d{a}"
+# A funnel's rows in one scope: post-exposure (per unit, cumulative), per (unit, result day) over
+# a 1- or 7-day window, or the pre-period; `FUNNEL_SQL` runs the chain of steps over them.
+FUNNEL_POST = "SELECT code, step, ts, day FROM funnel_rows WHERE post AND funnel = {f}"
+FUNNEL_WINDOW = """
+SELECT x.code, CAST(w.range AS INTEGER) AS r, x.step, x.ts, x.day
+FROM funnel_rows AS x JOIN range({first}, {end}) AS w ON w.range BETWEEN x.day AND x.day + {span}
+WHERE x.post AND x.funnel = {f}
+"""
+FUNNEL_PRE = "SELECT code, step, ts, day FROM funnel_rows WHERE NOT post AND funnel = {f}"
+# Users mode: per key, the earliest event of each step at or after the previous step's.
+USERS_FIRST = "s0 AS (SELECT {key}, min(ts) AS t, min(day) AS day FROM src WHERE step = 0 GROUP BY {key})"
+USERS_STEP = """s{s} AS (
+    SELECT {r_key}, min(r.ts) AS t, min(r.day) AS day FROM src AS r JOIN s{prev} AS c ON {on}
+    WHERE r.step = {s} AND r.ts {op} c.t GROUP BY {r_key}
+)"""
+# Events mode: each first-step event starts an attempt, which lasts until the next one; each step
+# is the first event of that step after the previous step's (ASOF), before the attempt ends.
+EVENTS_FIRST = """s0 AS (
+    SELECT {key}, ts AS t, day, lead(ts) OVER (PARTITION BY {key} ORDER BY ts) AS t_next
+    FROM src WHERE step = 0
+)"""
+EVENTS_STEP = """s{s} AS (
+    SELECT {c_key}, c.t_next, r.ts AS t, r.day
+    FROM s{prev} AS c ASOF JOIN (SELECT * FROM src WHERE step = {s}) AS r ON {on} AND r.ts {op} c.t
+    WHERE c.t_next IS NULL OR r.ts < c.t_next
+)"""
+# Completions (c) and starts (b) per group of `by`: (unit, day) for cumulative windows, the day
+# an attempt completed or started; (unit, result day) for short windows; unit for the pre-period.
+FUNNEL_SQL = """
+WITH src AS ({src}), {chain}
+SELECT {by}, CAST(sum(c) AS DOUBLE) AS c, CAST(sum(b) AS DOUBLE) AS b FROM (
+    SELECT {by}, 1 AS c, 0 AS b FROM s{last}{starts}
+) AS x GROUP BY {by}
+"""
+FUNNEL_STARTS = "\n    UNION ALL SELECT {by}, 0 AS c, 1 AS b FROM s0"
+
+# 4. Per analysed unit and result day r from its exposure day: the window's sums.
+POST_SQL = """
+SELECT code, r, g, CAST(r - greatest(e_day, {first_day}) + 1 AS DOUBLE) AS days{outer}
+FROM (
+    SELECT x.code, x.r, x.g, x.e_day{inner}
+    FROM (
+        SELECT e.code, e.g, e.e_day, CAST(d.range AS INTEGER) AS r
+        FROM exposed AS e JOIN range({first}, {end}) AS d ON d.range >= e.e_day
+        WHERE e.g >= 0
+    ) AS x
+    LEFT JOIN unit_days AS u ON u.code = x.code AND u.day = x.r{joins}
+) AS grid
+WINDOW w AS (PARTITION BY code ORDER BY r ROWS BETWEEN {frame} PRECEDING AND CURRENT ROW)
+"""
+PRE_UNITS = "SELECT code{sums} FROM unit_days WHERE NOT post GROUP BY code"
+
+# 5. Unit values of the computed metrics, and the winsorization thresholds per result day.
+VALUES_SQL = """
+SELECT p.r, p.g, p.code{values}
+FROM post AS p{joins}
+"""
+THRESHOLDS_SQL = "SELECT r{quantiles} FROM unit_values GROUP BY r"
+QUANTILE = ", quantile_cont({c}, {q}) FILTER (WHERE {c} <> 0 AND isfinite({c})) AS {c}"
+# 6. The statistics per (result day, group).
+STATS_SQL = """
+SELECT v.r, v.g, count(*) AS n{aggregates}
+FROM (SELECT u.r, u.g, u.code{capped} FROM unit_values AS u{join}) AS v
+GROUP BY v.r, v.g ORDER BY v.r, v.g
+"""
+CAPPED = ", least(u.{c}, coalesce(t.{c}, u.{c})) AS {c}"
 
 
 @dataclasses.dataclass
@@ -92,34 +200,175 @@ class Analysis:
     health: dict[str, Any]
 
 
-def _arrays(con: duckdb.DuckDBPyConnection, sql: str) -> dict[str, np.ndarray]:
-    return {k: np.asarray(v) for k, v in con.execute(sql).fetchnumpy().items()}
+@dataclasses.dataclass(frozen=True)
+class _Scope:
+    """Column expressions of one unit's sums: post-exposure (the `post` row) or its pre-period."""
+
+    plan: EntityPlan
+    pre: bool
+
+    def n(self, a: int) -> str:
+        return f"coalesce(q.n{a}, 0.0)" if self.pre else f"p.n{a}"
+
+    def s(self, a: int) -> str:
+        """The summed value; count and distinct atoms sum their events' count."""
+        if self.plan.atoms[a].measure not in ("value", "metadata"):
+            return self.n(a)
+        return f"coalesce(q.s{a}, 0.0)" if self.pre else f"p.s{a}"
+
+    def k(self, a: int) -> str:
+        """Days with an event of the atom."""
+        return f"coalesce(q.k{a}, 0.0)" if self.pre else f"p.k{a}"
+
+    def d(self, a: int) -> str:
+        return f"coalesce(qd.d{a}, 0.0)" if self.pre else f"p.d{a}"
+
+    def funnel(self, f: int) -> tuple[str, str]:
+        """(completions, starts); users mode completes at most once."""
+        if self.pre:
+            return f"coalesce(qf{f}.c, 0.0)", f"coalesce(qf{f}.b, 0.0)"
+        return f"p.c{f}", f"p.b{f}"
+
+    def days(self) -> str:
+        return f"{float(PRE_DAYS)!r}" if self.pre else "p.days"
 
 
-class _Window:
-    """Per-unit post-exposure sums over the rollup window: cumulative, or the last R days."""
-
-    def __init__(self, n_atoms: int, n_units: int, rollup: int) -> None:
-        self.rollup = rollup
-        self.cum = np.zeros((n_atoms, 3, n_units))  # [n, s, days with events]
-        self.ring: deque[np.ndarray] = deque(maxlen=max(rollup, 1))
-
-    def day_target(self) -> np.ndarray:
-        """Where a day's sums go: the cumulative array itself, or a new day in the ring."""
-        if self.rollup == -1:
-            return self.cum
-        day = np.zeros_like(self.cum)
-        self.ring.append(day)
-        return day
-
-    def value(self) -> np.ndarray:
-        if self.rollup == -1:
-            return self.cum
-        return np.sum(np.stack(list(self.ring)), axis=0) if self.ring else self.cum
+def _sum(terms: list[str]) -> str:
+    return "(" + " + ".join(terms) + ")" if terms else "0.0"
 
 
-def _day_number(ds: str) -> int:
-    return dt.date.fromisoformat(ds).toordinal()
+def _divided(x: str, d: str) -> str:
+    """x/d, 0 where d is 0 (a ratio collapsed to a unit value)."""
+    return f"(CASE WHEN {d} <> 0 THEN {x} / {d} ELSE 0.0 END)"
+
+
+def unit_values(metric: MetricPlan, scope: _Scope) -> tuple[str, str | None]:
+    """SQL of a metric's unit value (numerator, denominator or None), not winsorized (STATS.md)."""
+    atoms = scope.plan.atoms
+    t = metric.type
+    if t in ("event_count", "event_count_custom"):
+        return _sum([scope.d(a) if atoms[a].distinct else scope.n(a) for a in metric.atoms]), None
+    if t == "event_user":
+        return f"(CASE WHEN {_sum([scope.n(a) for a in metric.atoms])} > 0 THEN 1.0 ELSE 0.0 END)", None
+    if t == "event_dau":
+        days = scope.days()
+        return f"(CASE WHEN {days} > 0 THEN {scope.k(metric.atoms[0])} / {days} ELSE 0.0 END)", None
+    if t == "sum":
+        return _sum([scope.s(a) for a in metric.atoms]), None
+    if t == "composite_sum":
+        terms = []
+        for c in metric.components:
+            cx, cd = unit_values(c, scope)
+            terms.append(cx if cd is None else _divided(cx, cd))
+        return _sum(terms), None
+    if t == "ratio":
+        num, den = metric.components
+        nx, nd = unit_values(num, scope)
+        dx, dd = unit_values(den, scope)
+        return (nx if nd is None else _divided(nx, nd)), (dx if dd is None else _divided(dx, dd))
+    if t == "funnel" and metric.funnel is not None:
+        completions, starts = scope.funnel(metric.funnel)
+        return completions, (starts if scope.plan.funnels[metric.funnel].mode == "events" else None)
+    return "0.0", None
+
+
+@dataclasses.dataclass
+class _Columns:
+    """The value columns of one metric in `unit_values`: (x, p) or (m, d, pre m, pre d)."""
+
+    metric: MetricPlan
+    names: list[str]
+    capped: list[bool]
+
+    @property
+    def ratio(self) -> bool:
+        return len(self.names) == 4
+
+    @property
+    def pre(self) -> list[str]:
+        return self.names[len(self.names) // 2 :]
+
+    @property
+    def post(self) -> list[str]:
+        return self.names[: len(self.names) // 2]
+
+
+def _metric_columns(plan: EntityPlan, metrics: list[MetricPlan]) -> tuple[list[_Columns], list[str]]:
+    """Each metric's columns and their SELECT expressions."""
+    post, pre = _Scope(plan, False), _Scope(plan, True)
+    out, selects = [], []
+    for i, metric in enumerate(metrics):
+        x, den = unit_values(metric, post)
+        px, pden = unit_values(metric, pre)
+        if den is None:
+            names, exprs = [f"x{i}", f"p{i}"], [x, px]
+            capped = [metric.type in WINSORIZED] * 2
+        else:
+            num_type, den_type = (
+                (metric.components[0].type, metric.components[1].type) if metric.type == "ratio" else ("", "")
+            )
+            names, exprs = [f"x{i}", f"d{i}", f"p{i}", f"q{i}"], [x, den, px, pden or "0.0"]
+            capped = [num_type in WINSORIZED, den_type in WINSORIZED] * 2
+        out.append(_Columns(metric, names, capped))
+        selects += [f",\n    CAST({e} AS DOUBLE) AS {n}" for n, e in zip(names, exprs, strict=True)]
+    return out, selects
+
+
+def _funnel_sql(funnel: Funnel, src: str, key: list[str], by: list[str]) -> str:
+    """Completions and starts of a funnel over `src` rows, the chain keyed by `key`, summed by `by`."""
+    k = len(funnel.steps)
+    same = [s > 0 and funnel.steps[s] == funnel.steps[s - 1] for s in range(k)]
+    key_sql = ", ".join(key)
+    if funnel.mode == "users":
+        chain = [USERS_FIRST.format(key=key_sql)]
+        for s in range(1, k):
+            chain.append(
+                USERS_STEP.format(
+                    s=s,
+                    prev=s - 1,
+                    r_key=", ".join(f"r.{c}" for c in key),
+                    on=" AND ".join(f"r.{c} = c.{c}" for c in key),
+                    op=">" if same[s] else ">=",
+                )
+            )
+        starts = ""
+    else:
+        chain = [EVENTS_FIRST.format(key=key_sql)]
+        for s in range(1, k):
+            chain.append(
+                EVENTS_STEP.format(
+                    s=s,
+                    prev=s - 1,
+                    c_key=", ".join(f"c.{c}" for c in key),
+                    on=" AND ".join(f"c.{c} = r.{c}" for c in key),
+                    op=">" if same[s] else ">=",
+                )
+            )
+        starts = FUNNEL_STARTS.format(by=", ".join(by))
+    return FUNNEL_SQL.format(src=src, chain=",\n".join(chain), by=", ".join(by), last=k - 1, starts=starts)
+
+
+class _Statements:
+    """Runs the statements; drops the temporary tables they made as soon as they are not needed."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.made: dict[str, str] = {}  # name -> TABLE or VIEW
+
+    def table(self, name: str, select: str) -> None:
+        self.con.execute(TABLE.format(name=name, select=select))
+        self.made[name] = "TABLE"
+
+    def view(self, name: str, select: str) -> None:
+        self.con.execute(VIEW.format(name=name, select=select))
+        self.made[name] = "VIEW"
+
+    def drop(self, *names: str) -> None:
+        """Drop these (all, without names), views first."""
+        for name in sorted(names or list(self.made), key=lambda n: self.made.get(n) != "VIEW"):
+            kind = self.made.pop(name, None)
+            if kind is not None:
+                self.con.execute(f"DROP {kind} IF EXISTS {name}")
 
 
 def analyse(
@@ -133,362 +382,250 @@ def analyse(
     progress: Callable[[str], None] | None = None,
 ) -> Analysis:
     """Records for each day from `days[first_result]` on; `parts[i]` is day i's aggregate."""
-    n_days, n_atoms = len(days), len(plan.atoms)
-    analysed = plan.analysed_groups
-    group_code = {g: i for i, g in enumerate(analysed)}
+    sql = _Statements(con)
+    try:
+        return _analyse(sql, plan, days, parts, healths, first_result, metric_ids, progress)
+    finally:
+        sql.drop()
 
-    # Pass 1: first exposures.
+
+def _analyse(
+    sql: _Statements,
+    plan: EntityPlan,
+    days: list[str],
+    parts: list[Parts],
+    healths: list[dict[str, int]],
+    first_result: int,
+    metric_ids: set[str] | None,
+    progress: Callable[[str], None] | None,
+) -> Analysis:
+    con = sql.con
+    n_days = len(days)
+    analysed = plan.analysed_groups
+    # 1. First exposures.
     selects = [
         EXPOSURE_DAY.format(day=i, file=literal(str(parts[i]["units"]))) for i in range(first_result, n_days)
     ]
-    con.execute(
-        EXPOSED_SQL.format(sep=literal(GROUP_SEP), days="\nUNION ALL\n".join(selects) or EXPOSURE_NONE)
+    cases = " ".join(f"WHEN {literal(g)} THEN {c}" for c, g in enumerate(analysed)) or "WHEN NULL THEN -1"
+    sql.table(
+        "exposed",
+        EXPOSED_SQL.format(
+            cases=cases, sep=literal(GROUP_SEP), days="\nUNION ALL\n".join(selects) or EXPOSURE_NONE
+        ),
     )
-    cases = " ".join(f"WHEN {literal(g)} THEN {c}" for g, c in group_code.items()) or "WHEN NULL THEN -1"
-    exposed_cols = _arrays(con, EXPOSED_ARRAYS.format(cases=cases))
-    e_day = exposed_cols["e_day"].astype(np.int64)
-    e_ts = exposed_cols["e_ts"].astype(np.int64)
-    e_group = exposed_cols["e_group"].astype(np.int64)
-    crossover_units = int(con.execute("SELECT count(*) FROM exposed WHERE crossover").fetchone()[0])  # type: ignore[index]
-    n_units = len(e_day)
+    exposed_units, crossover_units = con.execute(EXPOSED_COUNTS).fetchone() or (0, 0)
 
-    # Pass 2: walk the days.
-    window = _Window(n_atoms, n_units, plan.rollup)
-    pre = np.zeros((n_atoms, 3, n_units))
-    con.execute(DISTINCT_TABLES)
-    trackers = [_FunnelTracker(f, n_units, plan.rollup) for f in plan.funnels]
+    # 2. Unit days, distinct values, funnel steps.
+    columns = []
+    for a, atom in enumerate(plan.atoms):
+        columns.append(("n", a))
+        if atom.measure in ("value", "metadata"):
+            columns.append(("s", a))
+    sql.table(
+        "unit_days",
+        "\nUNION ALL\n".join(
+            UNIT_DAY.format(
+                day=d,
+                pre=PRE_DAYS,
+                file=literal(str(parts[d]["units"])),
+                columns="".join(UNIT_DAY_COLUMN.format(day=d, m=m, a=a) for m, a in columns),
+            )
+            for d in range(n_days)
+        ),
+    )
+    distinct_atoms = [a for a, atom in enumerate(plan.atoms) if atom.distinct]
+    for name, template, part, wanted in (
+        ("distinct_rows", DISTINCT_DAY, "distinct", bool(distinct_atoms)),
+        ("funnel_rows", FUNNEL_DAY, "funnel", bool(plan.funnels)),
+    ):
+        if wanted:
+            sql.table(
+                name,
+                "\nUNION ALL\n".join(
+                    template.format(
+                        day=d,
+                        file=literal(str(parts[d][part])),
+                        post=POST_ROW.format(day=d),
+                        pre=PRE_ROW.format(day=d, pre=PRE_DAYS),
+                    )
+                    for d in range(n_days)
+                ),
+            )
+
+    # 3-4. Window sums per (unit, result day); pre-period sums per unit.
+    cumulative = plan.rollup == -1
+    span = max(plan.rollup, 1) - 1
+    window = {"first": first_result, "end": n_days, "span": span}
+    inner, outer, joins = [], [], []
+    dau_atoms = {m.atoms[0] for m in _all_metrics(plan.metrics) if m.type == "event_dau" and m.atoms}
+    for m, a in columns:
+        inner.append(f", coalesce(u.{m}{a}, 0.0) AS {m}{a}")
+        outer.append(f", sum({m}{a}) OVER w AS {m}{a}")
+    for a in sorted(dau_atoms):
+        inner.append(f", CASE WHEN u.n{a} > 0 THEN 1.0 ELSE 0.0 END AS k{a}")
+        outer.append(f", sum(k{a}) OVER w AS k{a}")
+    if distinct_atoms:
+        counts = "".join(
+            (DISTINCT_NEW_COUNT if cumulative else DISTINCT_COUNT).format(a=a) for a in distinct_atoms
+        )
+        if cumulative:
+            sql.table("distinct_post", DISTINCT_NEW.format(counts=counts))
+            joins.append("\n    LEFT JOIN distinct_post AS dp ON dp.code = x.code AND dp.day = x.r")
+        else:
+            sql.table("distinct_post", DISTINCT_WINDOW.format(counts=counts, **window))
+            joins.append("\n    LEFT JOIN distinct_post AS dp ON dp.code = x.code AND dp.r = x.r")
+        for a in distinct_atoms:
+            inner.append(f", CAST(coalesce(dp.d{a}, 0) AS DOUBLE) AS d{a}")
+            outer.append(f", sum(d{a}) OVER w AS d{a}" if cumulative else f", d{a}")
+        sql.table(
+            "pre_distinct",
+            DISTINCT_PRE.format(counts="".join(DISTINCT_COUNT.format(a=a) for a in distinct_atoms)),
+        )
+        sql.drop("distinct_rows")
+    for f, funnel in enumerate(plan.funnels):
+        if cumulative:
+            post_sql = _funnel_sql(funnel, FUNNEL_POST.format(f=f), ["code"], ["code", "day"])
+            on = f"f{f}.day = x.r"
+        else:
+            post_sql = _funnel_sql(funnel, FUNNEL_WINDOW.format(f=f, **window), ["code", "r"], ["code", "r"])
+            on = f"f{f}.r = x.r"
+        sql.table(f"funnel_post_{f}", post_sql)
+        sql.table(f"funnel_pre_{f}", _funnel_sql(funnel, FUNNEL_PRE.format(f=f), ["code"], ["code"]))
+        joins.append(f"\n    LEFT JOIN funnel_post_{f} AS f{f} ON f{f}.code = x.code AND {on}")
+        for m in ("c", "b"):
+            inner.append(f", coalesce(f{f}.{m}, 0.0) AS {m}{f}")
+            outer.append(f", sum({m}{f}) OVER w AS {m}{f}" if cumulative else f", {m}{f}")
+    sql.drop("funnel_rows")
+    sql.table(
+        "post",
+        POST_SQL.format(
+            first_day="e_day" if cumulative else f"r - {span}",
+            outer="".join(outer),
+            inner="".join(inner),
+            joins="".join(joins),
+            frame="UNBOUNDED" if cumulative else str(span),
+            **{k: v for k, v in window.items() if k != "span"},
+        ),
+    )
+    pre_sums = "".join(f", sum({m}{a}{' ORDER BY day' if m == 's' else ''}) AS {m}{a}" for m, a in columns)
+    pre_sums += "".join(
+        f", CAST(count(*) FILTER (WHERE n{a} > 0) AS DOUBLE) AS k{a}" for a in sorted(dau_atoms)
+    )
+    sql.table("pre_units", PRE_UNITS.format(sums=pre_sums))
+    sql.drop("unit_days", "distinct_post", *(f"funnel_post_{f}" for f in range(len(plan.funnels))))
+
+    # 5. Unit values and thresholds.
+    metrics = [m for m in plan.metrics if not m.missing and (metric_ids is None or m.id in metric_ids)]
+    metric_columns, values = _metric_columns(plan, metrics)
+    pre_joins = ["\nLEFT JOIN pre_units AS q ON q.code = p.code"]
+    if distinct_atoms:
+        pre_joins.append("\nLEFT JOIN pre_distinct AS qd ON qd.code = p.code")
+    pre_joins += [
+        f"\nLEFT JOIN funnel_pre_{f} AS qf{f} ON qf{f}.code = p.code" for f in range(len(plan.funnels))
+    ]
+    sql.view("unit_values", VALUES_SQL.format(values="".join(values), joins="".join(pre_joins)))
+    capped = [c for mc in metric_columns for c, cap in zip(mc.names, mc.capped, strict=True) if cap]
+    if capped:
+        quantiles = "".join(QUANTILE.format(c=c, q=WINSOR_QUANTILE) for c in capped)
+        sql.table("thresholds", THRESHOLDS_SQL.format(quantiles=quantiles))
+
+    # 6. Statistics per (result day, group).
+    aggregates = []
+    for mc in metric_columns:
+        names = mc.names
+        aggregates += [f",\n    avg({c} ORDER BY code) AS {c}_mean" for c in names]
+        for i, a in enumerate(names):
+            for b in names[i:]:
+                moment = f"var_pop({a} ORDER BY code)" if a == b else f"covar_pop({a}, {b} ORDER BY code)"
+                aggregates.append(f",\n    {moment} * count(*) AS {a}_{b}")
+        aggregates.append(
+            f",\n    count(*) FILTER (WHERE {' OR '.join(f'{c} <> 0' for c in mc.pre)}) AS {names[0]}_nz"
+        )
+        aggregates.append(f",\n    bool_or({' OR '.join(f'{c} <> 0' for c in mc.post)}) AS {names[0]}_any")
+    all_names = [c for mc in metric_columns for c in mc.names]
+    capped_sql = "".join(CAPPED.format(c=c) if c in capped else f", u.{c}" for c in all_names)
+    cursor = con.execute(
+        STATS_SQL.format(
+            aggregates="".join(aggregates),
+            capped=capped_sql,
+            join="\nLEFT JOIN thresholds AS t ON t.r = u.r" if capped else "",
+        )
+    )
+    names = [d[0] for d in cursor.description]
+    rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    by_day: dict[int, dict[int, dict[str, Any]]] = {}
+    for row in rows:
+        by_day.setdefault(row["r"], {})[row["g"]] = row
+    new_units: dict[int, dict[int, int]] = {}
+    for e_day, g, count in con.execute(UNITS_PER_DAY).fetchall():
+        new_units.setdefault(e_day, {})[g] = count
+
     results: list[DayResult] = []
     first_seen: dict[str, str] = {}
     last_seen: dict[str, str] = {}
-    value_columns = []
-    for a, atom in enumerate(plan.atoms):
-        value_columns += [f"n{a}", f"np{a}"]
-        if atom.measure in ("value", "metadata"):
-            value_columns += [f"s{a}", f"sp{a}"]
-    for d in range(n_days):
-        t = _arrays(
-            con,
-            DAY_UNITS.format(
-                columns="".join(f", u.{c}" for c in value_columns), file=literal(str(parts[d]["units"]))
-            ),
-        )
-        gs = t["code"].astype(np.int64)
-        ed = e_day[gs]
-        is_full, is_first, is_pre = ed < d, ed == d, (ed > d) & (ed - PRE_DAYS <= d)
-        day = window.day_target()
-        for a in range(n_atoms):
-            n_all = t[f"n{a}"].astype(float)
-            n_post = t[f"np{a}"].astype(float)
-            has_s = f"s{a}" in t
-            s_all = t[f"s{a}"].astype(float) if has_s else n_all
-            s_post = t[f"sp{a}"].astype(float) if has_s else n_post
-            n_day = np.where(is_full, n_all, np.where(is_first, n_post, 0.0))
-            s_day = np.where(is_full, s_all, np.where(is_first, s_post, 0.0))
-            day[a, 0, gs] += n_day
-            day[a, 1, gs] += s_day
-            day[a, 2, gs] += n_day > 0
-            pre[a, 0, gs[is_pre]] += n_all[is_pre]
-            pre[a, 1, gs[is_pre]] += s_all[is_pre]
-            pre[a, 2, gs[is_pre]] += n_all[is_pre] > 0
-        for tracker in trackers:
-            tracker.settle_pre(e_day == d)
-        if any(a.distinct for a in plan.atoms):
-            file = literal(str(parts[d]["distinct"]))
-            for into, where in (("post", DISTINCT_POST), ("pre", DISTINCT_PRE)):
-                con.execute(
-                    DISTINCT_DAY.format(into=into, day=d, file=file, where=where.format(day=d, pre=PRE_DAYS))
-                )
-        if trackers:
-            rows = _arrays(con, FUNNEL_DAY.format(file=literal(str(parts[d]["funnel"]))))
-            rg = rows["code"].astype(np.int64)
-            rts = rows["ts"].astype(np.int64)
-            post = (e_day[rg] < d) | ((e_day[rg] == d) & (rts >= e_ts[rg]))
-            before = (e_day[rg] > d) & (e_day[rg] - PRE_DAYS <= d)
-            fidx, step = rows["funnel"].astype(np.int64), rows["step"].astype(np.int64)
-            for index, tracker in enumerate(trackers):
-                mine = fidx == index
-                p, b = post & mine, before & mine
-                tracker.add_day(rg[p], rts[p], step[p], rg[b], rts[b], step[b])
-        if d < first_result:
-            continue
+    units = [0] * len(analysed)
+    for d in range(first_result, n_days):
         ds = days[d]
         if progress:
             progress(ds)
-        ctx = _Context(con, plan, d, e_day, window.value(), pre, trackers)
-        exposed = e_day <= d
-        in_group = {code: exposed & (e_group == code) for code in range(len(analysed))}
-        counts = {gid: int(in_group[code].sum()) for gid, code in group_code.items()}
-        analysed_mask = exposed & (e_group >= 0)
+        for g, count in new_units.get(d, {}).items():
+            units[g] += count
+        day_rows = by_day.get(d, {})
         records = []
-        for metric in plan.metrics:
-            if metric.missing or (metric_ids is not None and metric.id not in metric_ids):
-                continue
-            x, den, px, pden = ctx.metric_values(metric, analysed_mask)
-            if np.any(x[analysed_mask] != 0) or (den is not None and np.any(den[analysed_mask] != 0)):
+        for mc in metric_columns:
+            metric = mc.metric
+            if any(row[f"{mc.names[0]}_any"] for row in day_rows.values()):
                 first_seen.setdefault(metric.id, ds)
                 last_seen[metric.id] = ds
-            for gid, code in group_code.items():
-                mask = in_group[code]
-                if not mask.any():
-                    continue
-                if den is None:
-                    stat: Any = CupedStatistic.from_values(x[mask], px[mask])
-                else:
-                    stat = CupedRatioStatistic.from_values(x[mask], den[mask], px[mask], pden[mask])
-                records.append(
-                    record_of(
-                        stat,
-                        kind=plan.kind,
-                        entity_id=plan.id,
-                        ds=ds,
-                        metric_id=metric.id,
-                        group_id=gid,
-                        directionality=metric.directionality,
-                    )
-                )
-        results.append(DayResult(ds, records, counts))
+            for g, gid in enumerate(analysed):
+                row = day_rows.get(g)
+                if row is not None:
+                    records.append(_record(plan, metric, mc, row, ds, gid))
+        results.append(DayResult(ds, records, dict(zip(analysed, units, strict=True))))
 
     computed = [m for m in plan.metrics if metric_ids is None or m.id in metric_ids]
     health = _health(
-        plan, results, healths[first_result:], crossover_units, n_units, first_seen, last_seen, computed
+        plan, results, healths[first_result:], crossover_units, exposed_units, first_seen, last_seen, computed
     )
     return Analysis(results, health)
 
 
-class _Context:
-    """Unit values of metrics for one result day (post window, pre period, distinct, funnels)."""
-
-    def __init__(
-        self,
-        con: duckdb.DuckDBPyConnection,
-        plan: EntityPlan,
-        d: int,
-        e_day: np.ndarray,
-        post: np.ndarray,
-        pre: np.ndarray,
-        trackers: list[_FunnelTracker],
-    ) -> None:
-        self.con, self.plan, self.d, self.e_day, self.post, self.pre = con, plan, d, e_day, post, pre
-        self.n_units = len(e_day)
-        first_day = d - plan.rollup + 1 if plan.rollup > 0 else -(10**9)
-        self.window_days = np.where(e_day <= d, d - np.maximum(e_day, first_day) + 1, 0).astype(float)
-        self._trackers = trackers
-        self._first_day = first_day
-        self._cache: dict[tuple[str, int, bool], Any] = {}
-
-    def distinct_count(self, atom: int, pre: bool) -> np.ndarray:
-        key = ("distinct", atom, pre)
-        if key not in self._cache:
-            out = np.zeros(self.n_units)
-            counted = _arrays(
-                self.con,
-                DISTINCT_COUNT.format(
-                    table="pre" if pre else "post", atom=atom, first_day=-(10**9) if pre else self._first_day
-                ),
-            )
-            out[counted["code"].astype(np.int64)] = counted["n"].astype(float)
-            self._cache[key] = out
-        return self._cache[key]
-
-    def funnel(self, index: int, pre: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        """Users mode: 1 if every step was done in order. Events mode: (completions, starts)."""
-        tracker = self._trackers[index]
-        return tracker.pre_values() if pre else tracker.values()
-
-    def values(self, metric: MetricPlan, pre: bool) -> tuple[np.ndarray, np.ndarray | None]:
-        """Unit values (numerator, denominator or None) of a metric, not winsorized."""
-        sums = self.pre if pre else self.post
-        t = metric.type
-        if t in ("event_count", "event_count_custom"):
-            x = np.zeros(self.n_units)
-            for a in metric.atoms:
-                x += self.distinct_count(a, pre) if self.plan.atoms[a].distinct else sums[a, 0]
-            return x, None
-        if t == "event_user":
-            return (sum((sums[a, 0] for a in metric.atoms), np.zeros(self.n_units)) > 0).astype(float), None
-        if t == "event_dau":
-            days = np.full(self.n_units, float(PRE_DAYS)) if pre else self.window_days
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.where(days > 0, sums[metric.atoms[0], 2] / np.maximum(days, 1), 0.0), None
-        if t == "sum":
-            return sum((sums[a, 1] for a in metric.atoms), np.zeros(self.n_units)), None
-        if t == "composite_sum":
-            x = np.zeros(self.n_units)
-            for c in metric.components:
-                cx, cd = self.values(c, pre)
-                x += cx if cd is None else np.divide(cx, cd, out=np.zeros_like(cx), where=cd != 0)
-            return x, None
-        if t == "ratio":
-            num, den = metric.components
-            nx, nd = self.values(num, pre)
-            dx, dd = self.values(den, pre)
-            nx = nx if nd is None else np.divide(nx, nd, out=np.zeros_like(nx), where=nd != 0)
-            dx = dx if dd is None else np.divide(dx, dd, out=np.zeros_like(dx), where=dd != 0)
-            return nx, dx
-        if t == "funnel" and metric.funnel is not None:
-            return self.funnel(metric.funnel, pre)
-        return np.zeros(self.n_units), None
-
-    def metric_values(
-        self, metric: MetricPlan, analysed: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]:
-        """(x, denominator or None, pre x, pre denominator), winsorized where STATS.md says."""
-        x, den = self.values(metric, False)
-        px, pden = self.values(metric, True)
-        if metric.type == "ratio":
-            num, dmetric = metric.components
-            x, px = _winsorized(num.type, x, analysed), _winsorized(num.type, px, analysed)
-            den = _winsorized(dmetric.type, den, analysed)
-            pden = _winsorized(dmetric.type, pden, analysed)
-        else:
-            x, px = _winsorized(metric.type, x, analysed), _winsorized(metric.type, px, analysed)
-        if den is not None:
-            return x, den, px, pden if pden is not None else np.zeros_like(px)
-        return x, None, px, np.zeros_like(px)
+def _all_metrics(metrics: list[MetricPlan]) -> list[MetricPlan]:
+    """The metrics and their components, recursively."""
+    out = []
+    for m in metrics:
+        out.append(m)
+        out += _all_metrics(m.components)
+    return out
 
 
-INT64_MIN = np.iinfo(np.int64).min
-INT64_MAX = np.iinfo(np.int64).max
-
-
-class _FunnelState:
-    """A funnel's progress per unit, advanced by step events in time order.
-
-    Users mode (greedy, which is optimal for "every step in order"): `done` steps reached and the
-    time of the last one; a step counts at or after the previous step's time (strictly after when
-    it is the same atom: one event is one step). Events mode: a first-step event starts an attempt
-    (restarting one in progress), the next step's event advances it, the last step completes it.
-    """
-
-    def __init__(self, funnel: Funnel, n_units: int) -> None:
-        self.funnel, self.k = funnel, len(funnel.steps)
-        self.same = [s > 0 and funnel.steps[s] == funnel.steps[s - 1] for s in range(self.k)]
-        self.n_units = n_units
-        if funnel.mode == "users":
-            self.done = np.zeros(n_units, dtype=np.int64)
-            self.t_last = np.full(n_units, INT64_MIN, dtype=np.int64)
-        else:
-            self.starts = np.zeros(n_units)
-            self.completions = np.zeros(n_units)
-            self.progress: dict[int, tuple[int, int]] = {}  # unit -> (next step, time of the last step)
-
-    def advance(self, g: np.ndarray, ts: np.ndarray, step: np.ndarray) -> None:
-        if not g.size:
-            return
-        if self.funnel.mode == "users":
-            for s in range(self.k):
-                m = step == s
-                gm, tm = g[m], ts[m]
-                if not gm.size:
-                    continue
-                ok = (self.done[gm] == s) & (
-                    (tm > self.t_last[gm]) if self.same[s] else (tm >= self.t_last[gm])
-                )
-                gm, tm = gm[ok], tm[ok]
-                if not gm.size:
-                    continue
-                order = np.lexsort((tm, gm))
-                gm, tm = gm[order], tm[order]
-                first = np.ones(gm.size, dtype=bool)
-                first[1:] = gm[1:] != gm[:-1]
-                self.done[gm[first]] = s + 1
-                self.t_last[gm[first]] = tm[first]
-            return
-        order = np.lexsort((step, ts, g))
-        steps, k, progress = self.funnel.steps, self.k, self.progress
-        starts: list[int] = []
-        completions: list[int] = []
-        for unit, t, s in zip(g[order].tolist(), ts[order].tolist(), step[order].tolist(), strict=True):
-            at, last_t = progress.get(unit, (0, 0))
-            if at > 0 and s == at and not (steps[s] == steps[s - 1] and t == last_t):
-                at += 1
-                if at == k:
-                    completions.append(unit)
-                    at = 0
-                progress[unit] = (at, t)
-            elif s == 0:
-                starts.append(unit)
-                progress[unit] = (1, t)
-                if k == 1:
-                    completions.append(unit)
-                    progress[unit] = (0, t)
-        np.add.at(self.starts, np.asarray(starts, dtype=np.int64), 1.0)
-        np.add.at(self.completions, np.asarray(completions, dtype=np.int64), 1.0)
-
-    def values(self) -> tuple[np.ndarray, np.ndarray | None]:
-        if self.funnel.mode == "users":
-            return (self.done == self.k).astype(float), None
-        return self.completions.copy(), self.starts.copy()
-
-
-class _FunnelTracker:
-    """A funnel's post-exposure values over the rollup window and pre-period values, kept day by day.
-
-    Cumulative windows carry one state forward (each day's rows are read once); 1- and 7-day
-    windows replay their last days. Pre-period rows are kept only until the unit's exposure day,
-    when its pre value is computed and the rows dropped: memory stays bounded by units and a
-    week of step events, not by the whole experiment's.
-    """
-
-    def __init__(self, funnel: Funnel, n_units: int, rollup: int) -> None:
-        self.funnel, self.n_units, self.rollup = funnel, n_units, rollup
-        self.state = _FunnelState(funnel, n_units)
-        self.window: deque[tuple[np.ndarray, np.ndarray, np.ndarray]] = deque(maxlen=max(rollup, 1))
-        self.pre_rows: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.pre_x = np.zeros(n_units)
-        self.pre_d = np.zeros(n_units)
-
-    def add_day(
-        self,
-        g: np.ndarray,
-        ts: np.ndarray,
-        step: np.ndarray,
-        pg: np.ndarray,
-        pts: np.ndarray,
-        pstep: np.ndarray,
-    ) -> None:
-        if self.rollup == -1:
-            self.state.advance(g, ts, step)
-        else:
-            self.window.append((g, ts, step))
-        if pg.size:
-            self.pre_rows.append((pg, pts, pstep))
-
-    def settle_pre(self, exposed_today: np.ndarray) -> None:
-        """Pre values of the units exposed today (their 7 pre days are all read); their rows go."""
-        if not self.pre_rows:
-            return
-        g, ts, step = (np.concatenate(parts) for parts in zip(*self.pre_rows, strict=True))
-        mine = exposed_today[g]
-        if mine.any():
-            state = _FunnelState(self.funnel, self.n_units)
-            state.advance(g[mine], ts[mine], step[mine])
-            x, d = state.values()
-            units = np.unique(g[mine])
-            self.pre_x[units] = x[units]
-            if d is not None:
-                self.pre_d[units] = d[units]
-        keep = ~mine
-        self.pre_rows = [(g[keep], ts[keep], step[keep])] if keep.any() else []
-
-    def values(self) -> tuple[np.ndarray, np.ndarray | None]:
-        if self.rollup == -1:
-            return self.state.values()
-        state = _FunnelState(self.funnel, self.n_units)
-        for g, ts, step in self.window:
-            state.advance(g, ts, step)
-        return state.values()
-
-    def pre_values(self) -> tuple[np.ndarray, np.ndarray | None]:
-        return self.pre_x, (self.pre_d if self.funnel.mode == "events" else None)
-
-
-def _winsorized(metric_type: str, values: np.ndarray | None, analysed: np.ndarray) -> np.ndarray | None:
-    """Cap at the 99.9th percentile of the non-zero values of the analysed units (STATS.md)."""
-    if values is None or metric_type not in WINSORIZED:
-        return values
-    _, threshold = winsorize(values[analysed])
-    return values if threshold is None else np.minimum(values, threshold)
+def _record(
+    plan: EntityPlan, metric: MetricPlan, mc: _Columns, row: dict[str, Any], ds: str, group_id: str
+) -> GroupStatistics:
+    """The stored record of one (metric, group) from its row of statistics."""
+    names = mc.names
+    k = len(names)
+    comoments = [[0.0] * k for _ in range(k)]
+    for i in range(k):
+        for j in range(i, k):
+            value = float(row[f"{names[i]}_{names[j]}"])
+            comoments[i][j] = comoments[j][i] = max(value, 0.0) if i == j else value
+    name, _, metric_type = metric.id.partition("::")
+    return GroupStatistics(
+        entityKind=plan.kind,  # type: ignore[arg-type]
+        entityID=plan.id,
+        ds=ds,
+        metricID=metric.id,
+        groupID=group_id,
+        metricName=name,
+        metricType=metric_type,
+        directionality=metric.directionality,  # type: ignore[arg-type]
+        kind="ratio" if mc.ratio else "mean",
+        n=int(row["n"]),
+        means=[float(row[f"{c}_mean"]) for c in names],
+        comoments=comoments,
+        preNonzero=int(row[f"{names[0]}_nz"]),
+    )
 
 
 def _health(

@@ -10,7 +10,7 @@ of `as_of` (the CLI's `--date`), and never past the experiment's end or decision
    objects and the same cutoff (`incremental`, the scheduled runs), else computed from the
    day's events and stored under `pulse/<kind>=<id>/date=D/` (`full` recomputes every day);
 3. the combination (analyse.py) gives cumulative records per result day, written through
-   services.results.write_day, and the health checks, stored on the experiment (`_health`).
+   store.group_stats.put_day, and the health checks, stored on the experiment (`_health`).
 
 `refresh=metric` writes only the records of `metricIDs`. The run's history record is written
 when it starts (`running`) and when it ends (`success` or `failure`, with the reason).
@@ -34,8 +34,8 @@ from expconsole.services.pulse import athena, daydata, engine
 from expconsole.services.pulse.aggregate import PARTS, DayEvents, aggregate_day
 from expconsole.services.pulse.analyse import Analysis, Parts, analyse
 from expconsole.services.pulse.plan import DAY_MS, PRE_DAYS, EntityPlan, experiment_plan, holdout_plan
-from expconsole.services.results import write_day
 from expconsole.store import dynamo, pulse_runs, s3
+from expconsole.store.group_stats import put_day
 
 logger = Logger(service="expconsole")
 Progress = Callable[[str, int, int], None]
@@ -181,7 +181,7 @@ def execute(
         finally:
             con.close()
     for day in analysis.days:
-        write_day(plan.kind, plan.id, day.ds, day.records, day.units)
+        put_day(plan.kind, plan.id, day.ds, day.records, day.units)
     if progress:
         progress("done", 1, 1)
     return analysis, [d.ds for d in analysis.days]
