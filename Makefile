@@ -13,7 +13,7 @@ ifdef SERVER_SECRET
 SERVE_ARGS += --server-secret $(SERVER_SECRET)
 endif
 
-.PHONY: install install-sam build chromium serve test test-fast lint format openapi bench bench-pulse bench-load bench-sdk clean
+.PHONY: install install-sam build chromium serve test test-fast lint format openapi bench bench-built bench-pulse bench-load bench-sdk clean
 
 install: $(VENV)/.installed
 
@@ -49,6 +49,7 @@ build: install-sam
 		--template-file template.yaml --build-dir $(BUILD_DIR)
 	$(LAMBDA_PYTHON) -m pip install --quiet --no-compile --root-user-action=ignore \
 		--target $(BUILD_DIR)/lambda-runtime boto3
+	$(LAMBDA_PYTHON) -m compileall -q -j 0 --invalidation-mode unchecked-hash $(BUILD_DIR)/lambda-runtime
 
 # The web console's browser tests drive Debian's chromium through Playwright (never `playwright install`).
 CHROMIUM := /usr/bin/chromium
@@ -79,6 +80,10 @@ openapi: install
 
 bench: install
 	$(BIN)/python bench/cold_start.py
+
+# The same on the built stack, as Lambda imports it (python3.12, the layers, no bytecode written).
+bench-built: build
+	$(BIN)/python bench/cold_start.py --build-dir $(BUILD_DIR)
 
 # PULSE_ARGS= for the full size.
 PULSE_ARGS ?= --quick
