@@ -207,7 +207,11 @@ def test_create_through_the_form_shows_the_apis_field_error_then_creates(
     page.get_by_label("Group 2 size (percent)").fill("50")
     page.get_by_label("Group 1 size (percent)").fill("50")
     page.get_by_label("Hypothesis").fill("Checkout in one page sells more.")
-    page.get_by_role("button", name="Save").click()
+    one = f"/experiments/{created[0]['id']}"
+    # the edit page's own heading names the experiment too: wait for the save itself
+    with page.expect_response(lambda r: r.request.method == "PATCH" and r.url.endswith(one)) as saving:
+        page.get_by_role("button", name="Save").click()
+    assert saving.value.status == 200
     expect(page.get_by_role("heading", name=name)).to_be_visible()
     saved = ok(api.get(f"{EXPERIMENTS}/{created[0]['id']}"))["data"]
     assert saved["hypothesis"] == "Checkout in one page sells more." and saved["version"] == 3

@@ -28,7 +28,7 @@ from expconsole import kinds
 from expconsole.services import entities, ingest, pulse_loads
 from expconsole.services.pulse import daydata, run
 from expconsole.store import group_stats, s3
-from tests.conftest import Caller, load_function
+from tests.conftest import LAMBDA_CONTEXT, Caller, load_function
 from tests.pulse_reference import (
     DAY_MS,
     EXPOSURE,
@@ -707,14 +707,14 @@ def test_the_scheduled_event_loads_due_experiments_incrementally(
     send(events)
     clock.now = NOW  # Thursday 2026-03-19 12:00
     handler = load_function("pulse").lambda_handler
-    out = handler({"detail-type": "Scheduled Event", "time": "2026-03-19T12:00:00Z"}, None)
+    out = handler({"detail-type": "Scheduled Event", "time": "2026-03-19T12:00:00Z"}, LAMBDA_CONTEXT)
     assert out == {"loaded": [exp_id], "failed": []}
     history = pulse_loads.history(exp_id, 1, 10, "/x", "")[0]
     assert [(h["creatorName"], h["reloadType"], h["finishedState"]) for h in history] == [
         ("Scheduled reload", "incremental", "success")
     ]
     assert_all_days(exp_id, reference(events, exp_id, now=NOW)[1])
-    out = handler({"detail-type": "Scheduled Event", "time": "2026-03-19T13:00:00Z"}, None)
+    out = handler({"detail-type": "Scheduled Event", "time": "2026-03-19T13:00:00Z"}, LAMBDA_CONTEXT)
     assert out == {"loaded": [], "failed": []}
 
 
