@@ -1,8 +1,16 @@
-"""Cold-start import cost of each function against its bare dependencies.
+"""Cold-start cost of each function against its bare dependencies.
 
 A Lambda cold start includes importing the handler module, and for the CRUD functions that
 cost is part of the product (DESIGN.md): each must import within 1.2x of `import boto3,
 pydantic, aws_lambda_powertools` alone, and must never pull in numpy, scipy, pyarrow or duckdb.
+
+`--first-request` measures what a caller waits for on a cold sandbox instead: the import plus
+the first invocation (the function's sample event from events/, against DynamoDB and S3 in a
+moto server), beside a baseline that imports the same three packages, creates the DynamoDB
+client the same way and makes one read. Work a function defers from its import to its first
+request (a client, a patch, a parsed document) counts there, so neither figure can be
+improved by moving work between the two.
+
 Timings depend on the machine, so this prints figures and exits 0; `--check` turns the budget
 into an exit status for whoever wants to gate on it.
 """
@@ -10,16 +18,22 @@ into an exit status for whoever wants to gate on it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS = ROOT / "functions"
+EVENTS = ROOT / "events"
+TEMPLATE = ROOT / "template.yaml"
 BUDGET = 1.2
 NOT_CRUD = frozenset({"results", "pulse", "import", "imports"})
 HEAVY = ("numpy", "scipy", "pyarrow", "duckdb")
@@ -35,6 +49,38 @@ start = time.perf_counter()
 {statement}
 elapsed = time.perf_counter() - start
 print(json.dumps({{"ms": elapsed * 1000, "heavy": [m for m in {heavy!r} if m in sys.modules]}}))
+"""
+
+# The same, then the first invocation: the import's time and the whole (import + first request).
+REQUEST_PROBE = """\
+import json, os, sys, time
+{setup}
+class Context:
+    function_name = "expconsole-bench"
+    function_version = "$LATEST"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:expconsole-bench"
+    memory_limit_in_mb = 1024
+    aws_request_id = "00000000-0000-0000-0000-000000000000"
+    log_group_name = "/aws/lambda/expconsole-bench"
+    log_stream_name = "bench"
+    def get_remaining_time_in_millis(self):
+        return 29000
+event = json.loads({event!r})
+start = time.perf_counter()
+{statement}
+imported = time.perf_counter()
+{invoke}
+done = time.perf_counter()
+print(json.dumps({{"ms": (done - start) * 1000, "import_ms": (imported - start) * 1000,
+                  "heavy": [m for m in {heavy!r} if m in sys.modules], "answer": answer}}))
+"""
+# The baseline's first request: the client as expconsole.aws creates it, and one read of the table.
+BASELINE_REQUEST = """\
+from botocore.config import Config
+ddb = boto3.client("dynamodb", config=Config(retries={"total_max_attempts": 4, "mode": "standard"},
+                                             max_pool_connections=50))
+answer = ddb.get_item(TableName=os.environ["TABLE_NAME"], Key={"PK": {"S": "bench"}, "SK": {"S": "bench"}})
+answer = answer["ResponseMetadata"]["HTTPStatusCode"]
 """
 
 ENV = {
@@ -63,6 +109,12 @@ class Target:
     times_ms: list[float] = field(default_factory=list)
     heavy: set[str] = field(default_factory=set)
     error: str = ""
+    # --first-request: the code that invokes it (sets `answer`), its event, and the import's share.
+    invoke: str = ""
+    event: str = "{}"
+    import_ms: list[float] = field(default_factory=list)
+    logical_id: str = ""
+    handler: str = "lambda_handler"
 
     @property
     def median(self) -> float:
@@ -75,6 +127,7 @@ class Interpreter:
 
     command: tuple[str, ...] = (sys.executable, "-P")
     env: tuple[tuple[str, str], ...] = ()
+    first_request: bool = False
 
 
 def built_targets(build_dir: Path) -> tuple[Interpreter, list[Target]]:
@@ -104,35 +157,149 @@ def built_targets(build_dir: Path) -> tuple[Interpreter, list[Target]]:
             Target(
                 name,
                 f"import os; {env}; {setup(before, after)}",
-                f"import {function.module_file.stem}",
+                f"import {function.module_file.stem} as function",
                 crud=name not in NOT_CRUD,
+                logical_id=logical_id,
+                handler=function.handler_name,
             )
         )
     return interpreter, out
 
 
 def targets() -> list[Target]:
+    from expconsole.local.template import load_functions
+
+    by_folder = {f.module_file.parent.resolve(): (lid, f) for lid, f in load_functions(TEMPLATE).items()}
     baseline = Target(BASELINE, "", BASELINE_IMPORT, crud=False)
-    functions = [
-        Target(
-            app.parent.name,
-            f"sys.path.insert(0, {str(app.parent)!r})",
-            "import app",
-            crud=app.parent.name not in NOT_CRUD,
+    functions = []
+    for app in sorted(FUNCTIONS.glob("*/app.py")):
+        logical_id, function = by_folder.get(app.parent.resolve(), ("", None))
+        functions.append(
+            Target(
+                app.parent.name,
+                f"sys.path.insert(0, {str(app.parent)!r})",
+                "import app as function",
+                crud=app.parent.name not in NOT_CRUD,
+                logical_id=logical_id,
+                handler=function.handler_name if function else "lambda_handler",
+            )
         )
-        for app in sorted(FUNCTIONS.glob("*/app.py"))
-    ]
     return [baseline, *functions]
+
+
+def sample_events(template: Path) -> dict[str, dict[str, Any]]:
+    """Each function's first request: a sample event of events/ for it (a GET where it has one).
+
+    Functions only EventBridge invokes (pulse loads, imports) have none here: they are not
+    request-serving, and their first invocation is a run, not a request."""
+    from expconsole.local.template import load_api
+
+    api = load_api(template)
+    owners = {route.route_key: route.function.logical_id for route in api.routes}
+    authorizers = {route.authorizer.function.logical_id for route in api.routes if route.authorizer}
+    streams = [function.logical_id for function in api.stream_functions]
+    chosen: dict[str, dict[str, Any]] = {}
+    for path in sorted(EVENTS.glob("*.json")):
+        event = json.loads(path.read_text())
+        if event.get("type") == "REQUEST":
+            owner = next(iter(authorizers), "")
+        elif "Records" in event:
+            owner = streams[0] if streams else ""
+        else:
+            owner = owners.get(event.get("routeKey", ""), "")
+        if not owner:
+            continue
+        is_get = event.get("requestContext", {}).get("http", {}).get("method") == "GET"
+        if owner not in chosen or is_get:
+            chosen[owner] = event
+    return chosen
+
+
+@contextlib.contextmanager
+def storage(events: dict[str, dict[str, Any]]) -> Iterator[dict[str, str]]:
+    """A moto server holding the stack's table and bucket, with what the sample events need: the
+    authorizer's key and built SDK documents. Yields the probes' environment."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request on stdout
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    env = {"AWS_ENDPOINT_URL": f"http://{host}:{port}"}
+    saved = {k: os.environ.get(k) for k in {**ENV, **env}}
+    os.environ.update({**ENV, **env})
+    os.environ.pop("LAMBDA_TASK_ROOT")  # the set-up below runs as the local server does, untraced
+    try:
+        from expconsole import aws
+        from expconsole.services import keys
+        from expconsole.services.sdk import documents
+        from expconsole.store import dynamo
+
+        aws.reset()
+        dynamo.create_table()
+        aws.client("s3").create_bucket(Bucket=ENV["EVENTS_BUCKET"])
+        for event in events.values():
+            if event.get("type") == "REQUEST":
+                keys.create_key("console", key=event["identitySource"][0])
+        documents.rebuild()
+        yield env
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        server.stop()
+
+
+FUNCTION_REQUEST = """\
+answer = function.{handler}(event, Context())
+if isinstance(answer, dict):
+    answer = answer.get("statusCode", 200 if answer.get("isAuthorized", True) else 500)
+else:
+    answer = 200
+"""
+
+
+def with_first_requests(
+    interpreter: Interpreter,
+    all_targets: list[Target],
+    template: Path,
+    env: dict[str, str],
+    events: dict[str, dict[str, Any]],
+) -> tuple[Interpreter, list[Target]]:
+    """The targets that have a first request, each with its event and invocation."""
+    out = []
+    for target in all_targets:
+        if target.name == BASELINE:
+            target.invoke = BASELINE_REQUEST
+        elif target.logical_id in events:
+            target.event = json.dumps(events[target.logical_id])
+            target.invoke = FUNCTION_REQUEST.format(handler=target.handler)
+        else:
+            continue
+        out.append(target)
+    first = Interpreter(interpreter.command, (*interpreter.env, *env.items()), first_request=True)
+    return first, out
 
 
 def measure(target: Target, interpreter: Interpreter) -> None:
     """Import the target once in a new interpreter and record the time or the error."""
-    code = PROBE.format(setup=target.setup, statement=target.statement, heavy=HEAVY)
+    if interpreter.first_request:
+        code = REQUEST_PROBE.format(
+            setup=target.setup,
+            statement=target.statement,
+            invoke=target.invoke,
+            event=target.event,
+            heavy=HEAVY,
+        )
+    else:
+        code = PROBE.format(setup=target.setup, statement=target.statement, heavy=HEAVY)
     # -P (or -I): no script directory or cwd on sys.path, so only the directories we add are searched.
     result = subprocess.run(
         [*interpreter.command, "-c", code],
         cwd=ROOT,
-        env={**os.environ, **ENV},
+        env={**os.environ, **ENV, **dict(interpreter.env)},
         capture_output=True,
         text=True,
         check=False,
@@ -142,19 +309,37 @@ def measure(target: Target, interpreter: Interpreter) -> None:
         target.error = lines[-1] if lines else f"exit status {result.returncode}"
         return
     report = json.loads(result.stdout.strip().splitlines()[-1])
+    answer = report.get("answer", 200)
+    if not isinstance(answer, int) or answer >= 500:
+        target.error = f"the first request failed: {answer}"
+        return
     target.times_ms.append(report["ms"])
+    target.import_ms.append(report.get("import_ms", report["ms"]))
     target.heavy.update(report["heavy"])
 
 
-def run(repeat: int, build_dir: Path | None = None) -> list[Target]:
+def run(repeat: int, build_dir: Path | None = None, first_request: bool = False) -> list[Target]:
     """Measure every target `repeat` times, interleaved so that drift hits all of them alike."""
     interpreter, all_targets = built_targets(build_dir) if build_dir else (Interpreter(), targets())
+    if not first_request:
+        return _measure_all(interpreter, all_targets, repeat)
+    from expconsole.local.artifact import built_template
+
+    template = built_template(build_dir) if build_dir else TEMPLATE
+    events = sample_events(template)
+    with storage(events) as env:
+        interpreter, all_targets = with_first_requests(interpreter, all_targets, template, env, events)
+        return _measure_all(interpreter, all_targets, repeat)
+
+
+def _measure_all(interpreter: Interpreter, all_targets: list[Target], repeat: int) -> list[Target]:
     # An unmeasured first import writes the function's bytecode cache, as the baseline's
     # packages already have theirs in site-packages (from a build, -B: nothing is written, and
     # this run only warms the file cache).
     for target in all_targets:
         measure(target, interpreter)
         target.times_ms.clear()
+        target.import_ms.clear()
     for _ in range(repeat):
         for target in all_targets:
             if not target.error:
@@ -170,18 +355,25 @@ def verdict(target: Target, baseline_ms: float) -> str:
     return "PASS" if target.median <= BUDGET * baseline_ms else "FAIL"
 
 
-def report(all_targets: list[Target], repeat: int) -> bool:
+def report(all_targets: list[Target], repeat: int, first_request: bool = False) -> bool:
     """Print the table; True when every import worked and every CRUD function is within budget and light."""
     baseline = all_targets[0]
     if baseline.error:
         print(f"baseline import failed: {baseline.error}")
         return False
     base_ms = baseline.median
-    print(f"Import time in a fresh interpreter, {repeat} runs each; CRUD budget: {BUDGET}x baseline")
-    print(f"baseline = `{BASELINE_IMPORT}`\n")
+    if first_request:
+        print(
+            f"Import + first request, fresh interpreter, {repeat} runs each; CRUD budget: {BUDGET}x baseline"
+        )
+        print(f"baseline = `{BASELINE_IMPORT}`, a DynamoDB client, one GetItem\n")
+    else:
+        print(f"Import time in a fresh interpreter, {repeat} runs each; CRUD budget: {BUDGET}x baseline")
+        print(f"baseline = `{BASELINE_IMPORT}`\n")
     header = (
         f"{'target':<20} {'kind':<5} {'median ms':>10} {'min ms':>8} {'x base':>7}  {'budget':<6} "
-        "numpy/scipy/pyarrow/duckdb"
+        + ("import ms  " if first_request else "")
+        + "numpy/scipy/pyarrow/duckdb"
     )
     print(header)
     print("-" * len(header))
@@ -195,9 +387,10 @@ def report(all_targets: list[Target], repeat: int) -> bool:
             continue
         heavy = ", ".join(sorted(target.heavy)) or "none"
         ratio = target.median / base_ms
+        share = f"{statistics.median(target.import_ms):>9.1f}  " if first_request else ""
         print(
             f"{target.name:<20} {kind:<5} {target.median:>10.1f} {min(target.times_ms):>8.1f} "
-            f"{ratio:>7.2f}  {status:<6} {heavy}"
+            f"{ratio:>7.2f}  {status:<6} {share}{heavy}"
         )
         if target.crud and (status == "FAIL" or target.heavy):
             ok = False
@@ -218,12 +411,18 @@ def main(argv: list[str] | None = None) -> int:
         help="measure the built stack (`make build`; e.g. .aws-sam/build) as Lambda imports it, "
         "instead of the source tree",
     )
+    parser.add_argument(
+        "--first-request",
+        action="store_true",
+        help="measure the import plus the first invocation of each function's sample event (events/), "
+        "against a moto server, beside a baseline that also creates a DynamoDB client and reads once",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     if args.build_dir is not None:
         print(f"Built stack: {args.build_dir} (the runtime's interpreter, as Lambda imports each function)")
-    ok = report(run(args.repeat, args.build_dir), args.repeat)
+    ok = report(run(args.repeat, args.build_dir, args.first_request), args.repeat, args.first_request)
     return 1 if args.check and not ok else 0
 
 

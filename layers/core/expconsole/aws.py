@@ -23,6 +23,8 @@ import functools
 import os
 from typing import Any
 
+from expconsole.observability import trace_aws_calls
+
 ATTEMPTS = 4
 CONNECT_TIMEOUT_S = 2
 READ_TIMEOUT_S = 4
@@ -33,6 +35,8 @@ _LOCAL_ENDPOINT_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "A
 def client(service: str) -> Any:
     import boto3
     from botocore.config import Config
+
+    trace_aws_calls()  # before the first client: its calls are traced in Lambda
 
     limits: dict[str, Any] = {}
     if not any(os.environ.get(name) for name in _LOCAL_ENDPOINT_VARIABLES):

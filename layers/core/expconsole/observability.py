@@ -5,8 +5,11 @@
   by the id its caller sees (`Apigw-Requestid`). Events and responses are never logged: they
   carry keys (`keys create` answers with one).
 - Tracer: X-Ray, patching botocore only (DynamoDB, S3, Lambda and Athena calls become
-  subsegments); patching every supported library would import them all at cold start.
-  Responses are not captured, for the same reason as above. Off outside Lambda.
+  subsegments); patching every supported library would import them all at cold start. The
+  patch is applied when the first AWS client is created (`expconsole.aws.client`), not at
+  import: it imports botocore's client machinery, which a function that never calls AWS (the
+  web console's files, the API docs) has no use for, and which the others load at that moment
+  anyway. Responses are not captured, for the same reason as above. Off outside Lambda.
 - Metrics: CloudWatch embedded metric format, namespace `ExpConsole/<stack>` (the template's
   POWERTOOLS_METRICS_NAMESPACE, so two stacks in one account keep apart), flushed once per
   invocation. What the alarms watch: API
@@ -24,13 +27,22 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 
-__all__ = ["MetricUnit", "count", "count_response", "instrument", "logger", "metrics", "tracer"]
+__all__ = [
+    "MetricUnit",
+    "count",
+    "count_response",
+    "instrument",
+    "logger",
+    "metrics",
+    "trace_aws_calls",
+    "tracer",
+]
 
 SERVICE = "expconsole"
 NAMESPACE = "ExpConsole"
 
 logger = Logger(service=SERVICE)
-tracer = Tracer(service=SERVICE, patch_modules=("botocore",))
+tracer = Tracer(service=SERVICE, auto_patch=False)
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", NAMESPACE), service=SERVICE)
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -48,6 +60,11 @@ def instrument(handler: Handler, *, http: bool = True, with_metrics: bool = True
     if not with_metrics:
         return wrapped
     return metrics.log_metrics(wrapped, capture_cold_start_metric=True)
+
+
+def trace_aws_calls() -> None:
+    """Patch botocore so that AWS calls become X-Ray subsegments (idempotent; nothing when off)."""
+    tracer.patch(modules=("botocore",))
 
 
 def count_response(response: Any) -> None:
