@@ -26,6 +26,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 
 __all__ = [
     "MetricUnit",
@@ -59,7 +60,9 @@ def instrument(handler: Handler, *, http: bool = True, with_metrics: bool = True
     wrapped = tracer.capture_lambda_handler(wrapped, capture_response=False)
     if not with_metrics:
         return wrapped
-    return metrics.log_metrics(wrapped, capture_cold_start_metric=True)
+    # Powertools prints the ColdStart metric even with metrics disabled (the local server): ask
+    # for it only when metrics are on.
+    return metrics.log_metrics(wrapped, capture_cold_start_metric=not is_metrics_disabled())
 
 
 def trace_aws_calls() -> None:

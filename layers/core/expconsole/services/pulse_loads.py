@@ -221,7 +221,9 @@ def scheduled(time_text: str | None = None) -> dict[str, Any]:
         parsed = dt.datetime.fromisoformat(time_text.replace("Z", "+00:00"))
         now = int(parsed.timestamp() * 1000)
     done, failed = [], []
-    for kind, entity_id in due(now):
+    queue = due(now)
+    observability.count("PulseLoadsScheduled", len(queue))  # zero is a datum too: the hour ran
+    for kind, entity_id in queue:
         job = {
             "kind": kind,
             "id": entity_id,
