@@ -75,7 +75,7 @@ format: install
 
 # The docs function serves a copy (functions/docs/ is its whole package in AWS).
 openapi: install
-	$(BIN)/python -m expconsole.openapi > openapi.json
+	$(BIN)/python -m expconsole_tools.openapi > openapi.json
 	cp openapi.json functions/docs/openapi.json
 
 bench: install

@@ -131,13 +131,13 @@ class Interpreter:
 
 
 def built_targets(build_dir: Path) -> tuple[Interpreter, list[Target]]:
-    """The built stack as Lambda imports it (see expconsole.local.artifact): python3.12, isolated,
+    """The built stack as Lambda imports it (see expconsole_tools.local.artifact): python3.12, isolated,
     no site-packages, no bytecode written (Lambda's /var/task and /opt are read-only, so only the
     .pyc files the build shipped count); each function's code folder and layers before the
     standard library, the runtime's boto3 after it. The baseline imports the same three packages
     from the core layer and the runtime's folder."""
-    from expconsole.local.artifact import built_template, open_artifact
-    from expconsole.local.template import load_functions
+    from expconsole_tools.local.artifact import built_template, open_artifact
+    from expconsole_tools.local.template import load_functions
 
     functions = load_functions(built_template(build_dir))
     artifact = open_artifact(build_dir, {f.runtime for f in functions.values()})
@@ -167,7 +167,7 @@ def built_targets(build_dir: Path) -> tuple[Interpreter, list[Target]]:
 
 
 def targets() -> list[Target]:
-    from expconsole.local.template import load_functions
+    from expconsole_tools.local.template import load_functions
 
     by_folder = {f.module_file.parent.resolve(): (lid, f) for lid, f in load_functions(TEMPLATE).items()}
     baseline = Target(BASELINE, "", BASELINE_IMPORT, crud=False)
@@ -192,7 +192,7 @@ def sample_events(template: Path) -> dict[str, dict[str, Any]]:
 
     Functions only EventBridge invokes (pulse loads, imports) have none here: they are not
     request-serving, and their first invocation is a run, not a request."""
-    from expconsole.local.template import load_api
+    from expconsole_tools.local.template import load_api
 
     api = load_api(template)
     owners = {route.route_key: route.function.logical_id for route in api.routes}
@@ -323,7 +323,7 @@ def run(repeat: int, build_dir: Path | None = None, first_request: bool = False)
     interpreter, all_targets = built_targets(build_dir) if build_dir else (Interpreter(), targets())
     if not first_request:
         return _measure_all(interpreter, all_targets, repeat)
-    from expconsole.local.artifact import built_template
+    from expconsole_tools.local.artifact import built_template
 
     template = built_template(build_dir) if build_dir else TEMPLATE
     events = sample_events(template)

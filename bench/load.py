@@ -1015,7 +1015,7 @@ def main(argv: list[str] | None = None) -> int:
         return run(args, server, f"server {server.url}")
 
     sys.path.insert(0, str(ROOT / "layers" / "core"))
-    from expconsole.local.process import ServeProcess
+    from expconsole_tools.local.process import ServeProcess
 
     serve_args = ["--ephemeral", "--port", "0", "--quiet", "--idle-seconds", f"{args.idle_seconds:g}"]
     if args.max_concurrency:

@@ -102,7 +102,7 @@ def _peak_mb(who: int = resource.RUSAGE_SELF) -> float:
 
 
 def _env_for_backend(endpoint: str) -> None:
-    from expconsole.local.backend import LOCAL_BUCKET, LOCAL_TABLE, use_backend
+    from expconsole_tools.local.backend import LOCAL_BUCKET, LOCAL_TABLE, use_backend
 
     use_backend(endpoint, LOCAL_TABLE, LOCAL_BUCKET)
     os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
@@ -149,7 +149,7 @@ def _time_storage(timer: Timer) -> None:
 
 
 def phase_storage(_args: argparse.Namespace) -> dict[str, Any]:
-    from expconsole.local.backend import EmbeddedBackend
+    from expconsole_tools.local.backend import EmbeddedBackend
 
     backend = EmbeddedBackend(None)
     endpoint = backend.start()

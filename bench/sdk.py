@@ -504,7 +504,7 @@ def copy_items(endpoint: str, items: list[dict[str, Any]]) -> float:
     """Write the items into the server's backend table (BatchWriteItem, unprocessed retried)."""
     import boto3
 
-    from expconsole.local.backend import LOCAL_REGION, LOCAL_TABLE
+    from expconsole_tools.local.backend import LOCAL_REGION, LOCAL_TABLE
 
     client = boto3.client(
         "dynamodb",
@@ -745,7 +745,7 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=100)
     args = parser.parse_args()
 
-    from expconsole.local.process import ServeProcess
+    from expconsole_tools.local.process import ServeProcess
 
     main_world = world(args.gates, args.experiments, args.configs)
     print(

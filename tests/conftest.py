@@ -138,6 +138,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print what tests recorded for the reader (tests/stack: every function's size), pass or fail."""
     for report in terminalreporter.getreports("passed") + terminalreporter.getreports("failed"):
         for name, value in getattr(report, "user_properties", []):
-            if name == "function sizes":
+            if name in ("function sizes", "core layer"):
                 terminalreporter.write_sep("-", f"{name} ({report.nodeid})")
                 terminalreporter.write_line(str(value))

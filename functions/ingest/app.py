@@ -25,7 +25,7 @@ router = APIGatewayHttpRouter()
     tags=["Ingestion"],
     summary="Ingest one event or a batch (array or {events}); at most 2,000 events and 1 MiB",
     responses=responses(202, IngestAccepted, "Accepted: every event is stored"),
-    # The body is documented from this model (expconsole.openapi) but checked by the service.
+    # The body is documented from this model (expconsole_tools.openapi) but checked by the service.
     openapi_extensions={"x-request-body-model": "expconsole.models.events:IngestBody"},
 )
 def ingest_events() -> tuple[dict[str, Any], int]:

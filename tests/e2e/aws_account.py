@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from expconsole.local.template import load_api, read_template
+from expconsole_tools.local.template import load_api, read_template
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "template.yaml"
@@ -124,7 +124,7 @@ class StandInAccount:
     ) -> subprocess.CompletedProcess[str]:
         """`expconsole <args>` as a user pointed at the account would run it (`env`: instead of theirs)."""
         return subprocess.run(
-            [sys.executable, "-m", "expconsole.cli", *args],
+            [sys.executable, "-m", "expconsole_tools.cli", *args],
             cwd=REPO,
             env=self.env if env is None else env,
             capture_output=True,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import requests
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 

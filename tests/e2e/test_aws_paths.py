@@ -25,7 +25,7 @@ import pytest
 import requests
 from scipy import stats
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 from tests.e2e import aws_account
 from tests.e2e.aws_account import StandInAccount
 from tests.e2e.conftest import REPO, ApiSession
@@ -381,7 +381,7 @@ def test_an_option_the_backend_would_ignore_is_refused(
     if table_env:
         env.update(TABLE_NAME="t", EVENTS_BUCKET="b")
     result = subprocess.run(
-        [sys.executable, "-m", "expconsole.cli", *args],
+        [sys.executable, "-m", "expconsole_tools.cli", *args],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -1,4 +1,4 @@
-"""`python -m expconsole.cli convert --from <tool> IN OUT` as a user runs it, on each sample export.
+"""`python -m expconsole_tools.cli convert --from <tool> IN OUT` as a user runs it, on each sample export.
 
 No server is needed: the command only reads the export and writes files. What it must write
 is worked out from the sample input (tests/unit/convert_reference.py).
@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "expconsole.cli", "convert", *map(str, args)],
+        [sys.executable, "-m", "expconsole_tools.cli", "convert", *map(str, args)],
         cwd=REPO,
         capture_output=True,
         text=True,

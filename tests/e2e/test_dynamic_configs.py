@@ -23,7 +23,7 @@ import boto3
 import pytest
 import requests
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 
 DC = "/console/v1/dynamic_configs"
 GATES = "/console/v1/gates"

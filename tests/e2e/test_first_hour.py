@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 from tests.e2e.client import HttpConsole, uid
 from tests.e2e.conftest import REPO, ApiSession
 
@@ -347,7 +347,7 @@ def test_holdout_load_pulse_exists_and_a_holdout_without_metrics_says_so(api: Ap
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "expconsole.cli", *args],
+        [sys.executable, "-m", "expconsole_tools.cli", *args],
         cwd=REPO,
         capture_output=True,
         text=True,

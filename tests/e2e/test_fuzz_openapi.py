@@ -42,7 +42,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 KEY_HEADER = "SERVICE-API-KEY"

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 from tests.e2e.conftest import REPO, ApiSession
 
 TOTALS = re.compile(
@@ -51,7 +51,7 @@ def run_import(root: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-m",
-            "expconsole.cli",
+            "expconsole_tools.cli",
             "import",
             str(root),
             "--data-dir",

@@ -26,7 +26,7 @@ import boto3
 import pytest
 import requests
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 
 METRICS = "/console/v1/metrics"
 KEY_HEADER = "SERVICE-API-KEY"

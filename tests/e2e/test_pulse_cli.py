@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 from tests.e2e.client import uid
 from tests.e2e.conftest import REPO, ApiSession
 
@@ -54,7 +54,7 @@ def pulse_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
         [
             sys.executable,
             "-m",
-            "expconsole.cli",
+            "expconsole_tools.cli",
             "pulse",
             "--data-dir",
             str(data_dir),

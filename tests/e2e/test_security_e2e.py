@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from expconsole.local.gateway import MAX_BODY_BYTES as GATEWAY_MAX_BYTES
-from expconsole.local.process import ServeProcess
 from expconsole.models.events import MAX_BODY_BYTES as INGEST_MAX_BYTES
+from expconsole_tools.local.gateway import MAX_BODY_BYTES as GATEWAY_MAX_BYTES
+from expconsole_tools.local.process import ServeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 GATES = "/console/v1/gates"

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
 
-from expconsole.local.backend import LOCAL_REGION, LOCAL_TABLE
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.backend import LOCAL_REGION, LOCAL_TABLE
+from expconsole_tools.local.process import ServeProcess
 from tests.e2e.client import uid
 from tests.e2e.conftest import ApiSession
 from tests.pulse_reference import EXPOSURE

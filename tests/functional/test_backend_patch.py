@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from expconsole.local.backend import _copy_tables_once_per_transaction
 from expconsole.store import dynamo
+from expconsole_tools.local.backend import _copy_tables_once_per_transaction
 
 
 def test_failed_transaction_still_rolls_back_every_item(aws: None, monkeypatch: pytest.MonkeyPatch) -> None:

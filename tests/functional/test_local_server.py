@@ -27,10 +27,10 @@ import boto3
 import pytest
 import requests
 
-from expconsole.local.backend import Journal
-from expconsole.local.gateway import MAX_BODY_BYTES, HttpRequest, RouteTable, build_event
-from expconsole.local.process import ServeProcess
-from expconsole.local.template import Function, Route, find_template, load_api
+from expconsole_tools.local.backend import Journal
+from expconsole_tools.local.gateway import MAX_BODY_BYTES, HttpRequest, RouteTable, build_event
+from expconsole_tools.local.process import ServeProcess
+from expconsole_tools.local.template import Function, Route, find_template, load_api
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = str(REPO / "template.yaml")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from expconsole.local.process import ServeProcess
+from expconsole_tools.local.process import ServeProcess
 from tests.e2e.conftest import ApiSession
 
 REPO = Path(__file__).resolve().parents[2]

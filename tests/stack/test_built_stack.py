@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from expconsole.local.artifact import function_sizes
-from expconsole.local.process import ServeProcess
-from expconsole.local.template import load_functions
+from expconsole_tools.local.artifact import function_sizes
+from expconsole_tools.local.process import ServeProcess
+from expconsole_tools.local.template import load_functions
 from tests.e2e.conftest import REPO, ApiSession
 
 LIMIT_MIB = 230
@@ -64,6 +64,29 @@ def test_layers_hold_packages_for_the_functions_runtime(build_dir: Path) -> None
         assert not wrong, f"{name}: {wrong[:5]}"
     assert not list((build_dir / "NumericLayer" / "python").glob("*/tests")), "test suites are trimmed"
     assert (build_dir / "SqlLayer" / "python" / "duckdb").is_dir()
+
+
+TOOLING = ("cli", "local", "convert", "importer", "openapi")
+
+
+def _folder_mib(folder: Path) -> float:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / MIB
+
+
+def test_the_core_layer_ships_the_runtime_package_without_the_tooling(
+    build_dir: Path, record_property: pytest.RecordProperty
+) -> None:
+    """What Lambda imports, and nothing only a laptop runs: the CLI, the local server (with its moto
+    patches), the converters and the OpenAPI generator live in expconsole_tools, outside the layer."""
+    python = build_dir / "CoreLayer" / "python"
+    package = python / "expconsole"
+    shipped = sorted(p.name.removesuffix(".py") for p in package.iterdir() if p.name != "__pycache__")
+    sizes = f"{_folder_mib(python):.1f} MiB unzipped, expconsole {_folder_mib(package):.1f} MiB"
+    record_property("core layer", f"{sizes}: {', '.join(shipped)}")
+    assert {"api", "services", "store", "models", "observability"} <= set(shipped)
+    assert not (python / "expconsole_tools").exists()
+    assert not [name for name in TOOLING if name in shipped], shipped
+    assert not (python / "moto").exists() and not (python / "yaml").exists()
 
 
 def test_a_module_missing_from_a_layer_fails_its_function(build_dir: Path, tmp_path: Path) -> None:

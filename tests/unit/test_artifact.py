@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from expconsole.local.artifact import PYTHON_VARIABLE, ArtifactError, find_python, open_artifact
+from expconsole_tools.local.artifact import PYTHON_VARIABLE, ArtifactError, find_python, open_artifact
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,8 +68,8 @@ def test_make_build_without_the_runtime_fails_before_building(tmp_path: Path) ->
 
 
 def test_a_template_and_a_build_folder_together_are_refused(tmp_path: Path) -> None:
-    from expconsole.local.backend import LocalError
-    from expconsole.local.server import LocalServer
+    from expconsole_tools.local.backend import LocalError
+    from expconsole_tools.local.server import LocalServer
 
     server = LocalServer(template=ROOT / "template.yaml", build_dir=tmp_path)
     with pytest.raises(LocalError, match="not both"):

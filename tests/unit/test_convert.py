@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from expconsole import convert as convert_module
-from expconsole.convert import convert, output, run
-from expconsole.convert.mapping import Amplitude, Mixpanel, Segment, Skip
 from expconsole.models.events import check_event
+from expconsole_tools import convert as convert_module
+from expconsole_tools.convert import convert, output, run
+from expconsole_tools.convert.mapping import Amplitude, Mixpanel, Segment, Skip
 from tests.unit.convert_reference import (
     EXPORTS,
     TOOLS,

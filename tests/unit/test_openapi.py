@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from expconsole.openapi import render
+from expconsole_tools.openapi import render
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from expconsole.local.template import read_template
+from expconsole_tools.local.template import read_template
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"

@@ -150,7 +150,7 @@ def logged_record(line: dict[str, Any]) -> dict[str, Any]:
 
 
 # The ingestion body as OpenAPI documents it. Requests are checked by `check_event` above, not by
-# these models (which only describe the same rules); expconsole.openapi reads them by name from the
+# these models (which only describe the same rules); expconsole_tools.openapi reads them by name from the
 # route's `x-request-body-model` extension, so the ingest function never builds their schemas.
 
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from expconsole.convert.mapping import MAPPERS, Skip
-from expconsole.convert.output import Sink, day_of
-from expconsole.convert.reading import Files, UnreadableInput, rows
 from expconsole.models.events import check_event
+from expconsole_tools.convert.mapping import MAPPERS, Skip
+from expconsole_tools.convert.output import Sink, day_of
+from expconsole_tools.convert.reading import Files, UnreadableInput, rows
 
 SHOWN_REASONS = 5
 

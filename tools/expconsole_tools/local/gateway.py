@@ -27,10 +27,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from expconsole.local import cors
-from expconsole.local import sandbox as sandbox_module
-from expconsole.local.artifact import Artifact
-from expconsole.local.sandbox import (
+import expconsole
+import expconsole_tools
+from expconsole_tools.local import cors
+from expconsole_tools.local import sandbox as sandbox_module
+from expconsole_tools.local.artifact import Artifact
+from expconsole_tools.local.sandbox import (
     ACCOUNT_ID,
     BOOTSTRAP,
     BUILT_BOOTSTRAP,
@@ -38,7 +40,7 @@ from expconsole.local.sandbox import (
     read_message,
     write_message,
 )
-from expconsole.local.template import DEFAULT_ROUTE, Api, Authorizer, Function, Route, module_name
+from expconsole_tools.local.template import DEFAULT_ROUTE, Api, Authorizer, Function, Route, module_name
 
 API_ID = "local"
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -51,7 +53,11 @@ INIT_LIMIT_S = 10.0  # Lambda's limit on a cold start, before the function's own
 _REPLY_GRACE_S = 0.5  # beyond the function's Timeout, for the reply to cross the pipe
 _STOP_GRACE_S = 2.0
 _EXIT_WAIT_S = 1.0
-_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding the expconsole package
+# The folders holding this package and the runtime package it serves (the same in an install, two
+# in the repository: tools/ and layers/core/), put first on a source-tree sandbox's path.
+_PACKAGE_ROOTS = os.pathsep.join(
+    dict.fromkeys(str(Path(m.__file__).resolve().parents[1]) for m in (expconsole, expconsole_tools))
+)
 # Sandboxes are not in the server's process group: Ctrl-C reaches the server, which stops them.
 _OWN_PROCESS_GROUP: dict[str, Any] = (
     {"process_group": 0}
@@ -288,7 +294,7 @@ class _Sandbox:
         # runtime's interpreter, isolated (-I), without site-packages (-S), writing no bytecode into
         # the build (-B: Lambda's code folder is read-only); see artifact.py.
         command = (
-            [sys.executable, "-P", "-c", BOOTSTRAP, str(_PACKAGE_ROOT)]
+            [sys.executable, "-P", "-c", BOOTSTRAP, _PACKAGE_ROOTS]
             if artifact is None
             else [artifact.python, "-I", "-S", "-B", "-c", BUILT_BOOTSTRAP, str(sandbox_module.__file__)]
         )

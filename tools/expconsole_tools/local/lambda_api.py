@@ -19,8 +19,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote
 
-from expconsole.local.gateway import Functions, InvocationError
-from expconsole.local.template import Function
+from expconsole_tools.local.gateway import Functions, InvocationError
+from expconsole_tools.local.template import Function
 
 _PATH = re.compile(r"^/2015-03-31/functions/([^/]+)/invocations$")
 

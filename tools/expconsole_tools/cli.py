@@ -29,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
         _check_backend_arguments(parser, args)
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from expconsole.local.backend import LocalError
-    from expconsole.local.template import TemplateError
+    from expconsole_tools.local.backend import LocalError
+    from expconsole_tools.local.template import TemplateError
 
     try:
         return int(args.run(args))
@@ -236,7 +236,7 @@ def _backend_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from expconsole.local.server import LocalServer
+    from expconsole_tools.local.server import LocalServer
 
     # A plain flag, polled: a handler that takes a lock (Event.set) can deadlock against the main
     # thread holding it, and a signal the kernel hands to another thread leaves a main thread
@@ -290,7 +290,7 @@ def backend_context(args: argparse.Namespace) -> Iterator[str]:
     Locally that is the backend of a server running on the data dir (so the write is journaled
     by it), or else the data dir's backend started here for the block.
     """
-    from expconsole.local.backend import (
+    from expconsole_tools.local.backend import (
         DataDirBusy,
         EmbeddedBackend,
         aws_resources,
@@ -306,7 +306,7 @@ def backend_context(args: argparse.Namespace) -> Iterator[str]:
         finally:
             restore()
         return
-    from expconsole.local.server import DEFAULT_DATA_DIR
+    from expconsole_tools.local.server import DEFAULT_DATA_DIR
 
     data_dir = Path(args.data_dir or DEFAULT_DATA_DIR)
     backend = EmbeddedBackend(data_dir)
@@ -367,13 +367,13 @@ def _keys_deactivate(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from expconsole import importer
+    from expconsole_tools import importer
 
     return importer.run(args)
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from expconsole import convert
+    from expconsole_tools import convert
 
     return convert.run(args)
 

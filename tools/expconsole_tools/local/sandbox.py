@@ -55,11 +55,11 @@ _MIN_SECRET = 6
 _REMEMBERED_SECRETS = 64
 _PARENT_CHECK_S = 1.0
 
-# Run by the server as `python -P -c BOOTSTRAP <folder holding the expconsole package>`, so the
-# worker uses the server's own copy of this package whatever the working directory.
+# Run by the server as `python -P -c BOOTSTRAP <folders holding expconsole_tools and expconsole>`
+# (os.pathsep between), so the worker uses the server's own copies whatever the working directory.
 BOOTSTRAP = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from expconsole.local.sandbox import main; sys.exit(main())"
+    "import os, sys; sys.path[:0] = sys.argv.pop(1).split(os.pathsep); "
+    "from expconsole_tools.local.sandbox import main; sys.exit(main())"
 )
 # For a built function (artifact.py): `python3.12 -I -S -B -c BUILT_BOOTSTRAP <this file>` runs this
 # file without importing any package, so the worker's sys.path holds the standard library only

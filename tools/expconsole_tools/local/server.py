@@ -26,8 +26,8 @@ from types import TracebackType
 from typing import Any
 
 from expconsole.api.auth import KeyKind, mask_keys
-from expconsole.local.artifact import built_template, open_artifact
-from expconsole.local.backend import (
+from expconsole_tools.local.artifact import built_template, open_artifact
+from expconsole_tools.local.backend import (
     LOCAL_BUCKET,
     LOCAL_TABLE,
     EmbeddedBackend,
@@ -35,7 +35,7 @@ from expconsole.local.backend import (
     aws_resources,
     use_backend,
 )
-from expconsole.local.gateway import (
+from expconsole_tools.local.gateway import (
     DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_CONCURRENCY,
     MAX_BODY_BYTES,
@@ -45,7 +45,7 @@ from expconsole.local.gateway import (
     HttpResponse,
     gateway_error,
 )
-from expconsole.local.template import find_template, load_api
+from expconsole_tools.local.template import find_template, load_api
 
 DEFAULT_DATA_DIR = ".expconsole"
 _KEY_NAMES: tuple[tuple[KeyKind, str], ...] = (("console", "consoleKey"), ("server", "serverSecret"))
@@ -179,7 +179,7 @@ class LocalServer:
 
     def _start_lambda_api(self, api: Any, functions: Functions) -> None:
         """Lambda's Invoke API for functions that invoke one asynchronously (see lambda_api.py)."""
-        from expconsole.local.lambda_api import LambdaApi
+        from expconsole_tools.local.lambda_api import LambdaApi
 
         by_name = {route.function.logical_id: route.function for route in api.routes}
         lambda_api = LambdaApi(functions, by_name).start()

@@ -36,7 +36,7 @@ class ServeProcess:
         start_timeout: float = 60.0,
         env: dict[str, str] | None = None,
     ) -> None:
-        self.command = [sys.executable, "-m", "expconsole.cli", "serve", *serve_args]
+        self.command = [sys.executable, "-m", "expconsole_tools.cli", "serve", *serve_args]
         self.cwd = cwd
         self.stderr_path = stderr
         self.start_timeout = start_timeout

@@ -19,7 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from expconsole.local.template import Function, TemplateError, load_functions
+from expconsole_tools.local.template import Function, TemplateError, load_functions
 
 BUILT_TEMPLATE = "template.yaml"
 RUNTIME_DIR = "lambda-runtime"
