@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -70,7 +71,10 @@ def file_list(paths: Iterable[Path | str]) -> str:
 
 
 class Spill:
-    """A run's temporary directory: S3 objects downloaded once, DuckDB's spill files, outputs."""
+    """A run's temporary directory: S3 objects downloaded once, DuckDB's spill files, outputs.
+
+    A run fetches the next day's objects in a thread while DuckDB works on the current day, so
+    the map of local copies is guarded by a lock (its downloads never touch the same keys)."""
 
     def __init__(self) -> None:
         base = Path(os.environ.get("PULSE_TMP") or tempfile.gettempdir())
@@ -81,6 +85,7 @@ class Spill:
         self.objects.mkdir()
         self.duckdb.mkdir()
         self._fetched: dict[str, Path] = {}
+        self._lock = threading.Lock()
 
     def path(self, key: str) -> Path:
         """Where the object `key` is (or goes) on local disk."""
@@ -88,36 +93,43 @@ class Spill:
 
     def fetch(self, keys: list[str], workers: int = 16) -> list[Path]:
         """Local copies of the objects (concurrent gets; each object fetched once per run)."""
-        missing = [k for k in keys if k not in self._fetched]
+        with self._lock:
+            missing = [k for k in keys if k not in self._fetched]
 
         def get(key: str) -> None:
             target = self.path(key)
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "wb") as out:
                 s3.download(key, out)
-            self._fetched[key] = target
+            with self._lock:
+                self._fetched[key] = target
 
         if len(missing) > 1:
             with ThreadPoolExecutor(max_workers=min(workers, len(missing))) as pool:
                 list(pool.map(get, missing))
         elif missing:
             get(missing[0])
-        return [self._fetched[k] for k in keys]
+        with self._lock:
+            return [self._fetched[k] for k in keys]
 
     def adopt(self, key: str) -> Path:
         """Note that the object `key` was written from its local copy (no need to fetch it)."""
-        self._fetched[key] = self.path(key)
-        return self._fetched[key]
+        with self._lock:
+            self._fetched[key] = self.path(key)
+            return self._fetched[key]
 
     def forget(self, keys: Iterable[str]) -> None:
         """Drop local copies no longer needed (bounded disk over a long run)."""
         for key in keys:
-            path = self._fetched.pop(key, None)
+            with self._lock:
+                path = self._fetched.pop(key, None)
             if path is not None:
                 path.unlink(missing_ok=True)
 
     def forget_under(self, prefix: str) -> None:
-        self.forget([k for k in self._fetched if k.startswith(prefix)])
+        with self._lock:
+            keys = [k for k in self._fetched if k.startswith(prefix)]
+        self.forget(keys)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

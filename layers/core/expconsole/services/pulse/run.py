@@ -19,11 +19,13 @@ when it starts (`running`) and when it ends (`success` or `failure`, with the re
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -63,8 +65,18 @@ def plan_for(kind: str, entity_id: str, now: int) -> EntityPlan:
     return experiment_plan(doc, now) if kind == kinds.EXPERIMENT else holdout_plan(doc)
 
 
-def _day_parts(
-    con: Any,
+@dataclasses.dataclass
+class _Day:
+    """What a day's aggregate needs, read from storage before DuckDB starts on it (`_prepare`)."""
+
+    ds: str
+    listed: daydata.Listing
+    stamp: dict[str, Any]
+    stored: dict[str, Any] | None  # the stored aggregate's manifest, when its stamp matches
+    compact: bool  # a finished day with raw objects the compacted Parquet does not hold
+
+
+def _prepare(
     spill: engine.Spill,
     plan: EntityPlan,
     ds: str,
@@ -72,16 +84,15 @@ def _day_parts(
     today: str,
     refresh: str,
     exposure_cutoff: int | None = None,
-) -> tuple[Parts, dict[str, int], bool]:
-    """The day's aggregate (local Parquet parts), its exposure counts, and whether it was recomputed.
+) -> _Day:
+    """List the day, read its manifests and fetch the objects its aggregate will read.
 
-    Events before `cutoff` are aggregated; exposures up to `exposure_cutoff` are read (after a
-    decision, to count the exposures that came after it)."""
+    Storage only (no DuckDB): the run does this for the next day in a thread while DuckDB
+    aggregates the current one. Events before `cutoff` are aggregated; exposures up to
+    `exposure_cutoff` are read (after a decision, to count the exposures that came after it)."""
     keys = daydata.raw_keys(ds)
-    on_athena = athena.enabled()
-    in_table = False  # whether the day's events are in daydata.DAY_TABLE (parsed once, compacted)
-    if ds < today and not on_athena:  # Athena reads the raw partitions through the Glue table
-        in_table = daydata.compact(con, spill, ds, keys, keep=True)
+    on_athena = athena.enabled()  # Athena reads the raw partitions through the Glue table
+    listed = daydata.Listing(keys, None) if on_athena else daydata.listing(ds, keys)
     exposure_cutoff = cutoff if exposure_cutoff is None else max(cutoff, exposure_cutoff)
     stamp = {
         "fingerprint": plan.fingerprint(),
@@ -89,37 +100,57 @@ def _day_parts(
         "cutoff": cutoff,
         "exposureCutoff": exposure_cutoff,
     }
+    prefix = aggregate_prefix(plan, ds)
+    stored = None
+    if refresh != "full":
+        body = s3.get_if_exists(prefix + "_manifest.json")
+        manifest = json.loads(body) if body else None
+        if manifest is not None and all(manifest.get(k) == v for k, v in stamp.items()):
+            stored = manifest
+    compact = ds < today and not on_athena and not listed.compacted
+    if stored is not None:
+        spill.fetch([f"{prefix}{name}.parquet" for name in PARTS])
+    if compact:
+        spill.fetch(keys)
+    elif stored is None and not on_athena:
+        spill.fetch(listed.reads())
+    return _Day(ds, listed, stamp, stored, compact)
+
+
+def _day_parts(
+    con: Any, spill: engine.Spill, plan: EntityPlan, day: _Day, refresh: str
+) -> tuple[Parts, dict[str, int], bool]:
+    """The day's aggregate (local Parquet parts), its exposure counts, and whether it was recomputed."""
+    in_table = False  # whether the day's events are in daydata.DAY_TABLE (parsed once, compacted)
+    if day.compact:
+        in_table = daydata.compact(con, spill, day.ds, day.listed.keys, keep=True, listed=day.listed)
     try:
-        return _day_aggregate(con, spill, plan, ds, keys, stamp, refresh, in_table)
+        return _day_aggregate(con, spill, plan, day, refresh, in_table)
     finally:
         if in_table:
             con.execute(f"DROP TABLE IF EXISTS {daydata.DAY_TABLE}")
 
 
 def _day_aggregate(
-    con: Any,
-    spill: engine.Spill,
-    plan: EntityPlan,
-    ds: str,
-    keys: list[str],
-    stamp: dict[str, Any],
-    refresh: str,
-    in_table: bool,
+    con: Any, spill: engine.Spill, plan: EntityPlan, day: _Day, refresh: str, in_table: bool
 ) -> tuple[Parts, dict[str, int], bool]:
     """The stored aggregate when its stamp matches (not `full`), else the day's aggregate computed."""
+    ds, keys, stamp = day.ds, day.listed.keys, day.stamp
     prefix = aggregate_prefix(plan, ds)
     cutoff, exposure_cutoff = stamp["cutoff"], stamp["exposureCutoff"]
-    if refresh != "full":
-        body = s3.get_if_exists(prefix + "_manifest.json")
-        manifest = json.loads(body) if body else None
-        if manifest is not None and all(manifest.get(k) == v for k, v in stamp.items()):
-            files = spill.fetch([f"{prefix}{name}.parquet" for name in PARTS])
-            return dict(zip(PARTS, files, strict=True)), manifest["health"], False
+    if day.stored is not None:
+        files = spill.fetch([f"{prefix}{name}.parquet" for name in PARTS])
+        return dict(zip(PARTS, files, strict=True)), day.stored["health"], False
     if athena.enabled():
         agg, scanned = athena.aggregate_day(con, spill, plan, ds, spill.path(prefix), cutoff, exposure_cutoff)
         logger.info("Athena day aggregate", extra={"day": ds, "bytesScanned": scanned})
     else:
-        select = f"SELECT * FROM {daydata.DAY_TABLE}" if in_table else daydata.day_select(spill, ds, keys)[0]
+        if in_table:
+            select = f"SELECT * FROM {daydata.DAY_TABLE}"
+        else:
+            # a compaction that just wrote the day's Parquet file is read as the manifest it wrote
+            listed = day.listed if not day.compact else daydata.listing(ds, keys)
+            select = daydata.day_select(spill, ds, keys, listed)[0]
         agg = aggregate_day(plan, DayEvents(con, select, spill.path(prefix)), cutoff, exposure_cutoff)
     for name, path in agg.files.items():
         spill.adopt(f"{prefix}{name}.parquet")
@@ -203,18 +234,27 @@ def _execute_days(
     """Each day's aggregate (computed or reused), then the combination into records."""
     parts, healths, extra_healths = [], [], []
     total = len(days) * 2 - PRE_DAYS + len(health_days)
-    for i, ds in enumerate(days + health_days):
-        if progress:
-            progress(f"events {ds}", i, total)
+    all_days = days + health_days
+
+    def prepare(ds: str) -> _Day:
         day_end = _day_start(ds) + DAY_MS
-        p, h, _ = _day_parts(
-            con, spill, plan, ds, min(cutoff, day_end), today, refresh, min(exposure_end, day_end)
-        )
-        if i < len(days):
-            parts.append(p)
-            healths.append(h)
-        else:
-            extra_healths.append(h)
+        return _prepare(spill, plan, ds, min(cutoff, day_end), today, refresh, min(exposure_end, day_end))
+
+    # One day ahead: the next day's listing, manifests and downloads overlap this day's DuckDB work.
+    with ThreadPoolExecutor(max_workers=1) as ahead:
+        upcoming = ahead.submit(prepare, all_days[0]) if all_days else None
+        for i, ds in enumerate(all_days):
+            if progress:
+                progress(f"events {ds}", i, total)
+            assert upcoming is not None
+            day = upcoming.result()
+            upcoming = ahead.submit(prepare, all_days[i + 1]) if i + 1 < len(all_days) else None
+            p, h, _ = _day_parts(con, spill, plan, day, refresh)
+            if i < len(days):
+                parts.append(p)
+                healths.append(h)
+            else:
+                extra_healths.append(h)
     step = [len(days) + len(health_days)]
 
     def analysed(ds: str) -> None:
