@@ -382,7 +382,8 @@ def _pulse(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from expconsole import kinds
-    from expconsole.api.errors import ApiError
+    from expconsole.api.errors import status_of
+    from expconsole.errors import DomainError
     from expconsole.services import pulse_loads
     from expconsole.services.pulse import run
 
@@ -419,9 +420,9 @@ def _pulse(args: argparse.Namespace) -> int:
                     creator="expconsole pulse",
                     progress=progress,
                 )
-            except ApiError as exc:
+            except DomainError as exc:
                 bar.close()
-                print(f"{kinds.LABEL[kind]} {entity_id}: {exc.status} {exc}", file=sys.stderr)
+                print(f"{kinds.LABEL[kind]} {entity_id}: {status_of(exc)} {exc}", file=sys.stderr)
                 failures += 1
                 continue
             bar.close()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from expconsole import config, context, kinds
-from expconsole.api.errors import BadRequest, Conflict, NotFound
+from expconsole.errors import Conflict, Invalid, NotFound
 from expconsole.store import dynamo
 
 Doc = dict[str, Any]
@@ -92,7 +92,7 @@ def load(kind: str, entity_id: str) -> Doc:
 def require_exists(kind: str, entity_id: str, field: str) -> None:
     """A reference must name an existing entity: else a 400 naming the field."""
     if dynamo.get(kind, entity_id) is None:
-        raise BadRequest.field(field, f"{kinds.LABEL[kind].lower()} {entity_id!r} does not exist")
+        raise Invalid.field(field, f"{kinds.LABEL[kind].lower()} {entity_id!r} does not exist")
 
 
 def insert(kind: str, entity_id: str, doc: Doc) -> Doc:

@@ -15,13 +15,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest, Conflict, NotFound
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid, NotFound
 from expconsole.models.gates import (
     GateCreate,
     GateListQuery,
@@ -30,13 +29,15 @@ from expconsole.models.gates import (
     GateRuleUpdate,
     GateUpdate,
 )
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import is_everyone_rule, referenced_ids
 from expconsole.services import entities
+from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo, gate_checks
 
-GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
-SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
+GATE_REFERENCE_TYPES = rules_common.GATE_CONDITIONS
+SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
 
 
 # --- derived fields ---------------------------------------------------------------------------
@@ -167,47 +168,21 @@ def present(doc: Doc, usage: gate_checks.Usage | None = None) -> Doc:
 # --- rules --------------------------------------------------------------------------------------
 
 
+_RULE_OPTIONAL = ("completedAutomatedRollouts", "pendingAutomatedRollouts")
+
+
 def _rule_doc(rule: GateRule | dict[str, Any], rule_id: str, base_id: str) -> Doc:
     data = rule.model_dump(mode="json") if isinstance(rule, GateRule) else dict(rule)
-    out: Doc = {
-        "id": rule_id,
-        "baseID": base_id,
-        "name": data["name"],
-        "passPercentage": data["passPercentage"],
-        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
-        "environments": data.get("environments"),
-    }
-    for key in ("completedAutomatedRollouts", "pendingAutomatedRollouts"):
-        if data.get(key) is not None:
-            out[key] = data[key]
-    return out
+    return rules_common.rule_doc(data, rule_id, base_id, _RULE_OPTIONAL)
 
 
-def _find_rule(rules: list[Doc], rule_id: str) -> int | None:
-    for index, rule in enumerate(rules):
-        if rule_id in (rule["id"], rule.get("baseID")):
-            return index
-    return None
+_find_rule = rules_common.find_rule
 
 
-def _stored_rules(given: Iterable[GateRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
+def _stored_rules(given: Sequence[GateRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
     """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones."""
-    out: list[Doc] = []
-    seen: set[str] = set()
-    for index, rule in enumerate(given):
-        if rule.id is not None:
-            found = _find_rule(existing, rule.id)
-            if found is None:
-                raise BadRequest.field(f"{field}[{index}].id", f"no rule with id {rule.id!r} on this gate")
-            rule_id, base_id = existing[found]["id"], existing[found]["baseID"]
-        else:
-            rule_id = entities.new_id()
-            base_id = rule_id
-        if rule_id in seen:
-            raise BadRequest.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
-        seen.add(rule_id)
-        out.append(_rule_doc(rule, rule_id, base_id))
-    return out
+    ids = rules_common.assign_ids((r.id for r in given), existing, field, "gate")
+    return [_rule_doc(rule, rule_id, base_id) for rule, (rule_id, base_id, _) in zip(given, ids, strict=True)]
 
 
 def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> None:
@@ -218,7 +193,7 @@ def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> N
             target = cond.get("targetValue")
             if cond["type"] in GATE_REFERENCE_TYPES:
                 if target == gate_id:
-                    raise BadRequest.field(where, "a gate cannot depend on itself")
+                    raise Invalid.field(where, "a gate cannot depend on itself")
                 entities.require_exists(kinds.GATE, target, where)
             elif cond["type"] in SEGMENT_REFERENCE_TYPES:
                 entities.require_exists(kinds.SEGMENT, target, where)
@@ -227,23 +202,9 @@ def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> N
         return
     graph = {g["id"]: referenced_ids(g["rules"], GATE_REFERENCE_TYPES) for g in dynamo.list_all(kinds.GATE)}
     graph[gate_id] = targets
-    path = _cycle_from(gate_id, graph)
+    path = rules_common.cycle_from(gate_id, graph)
     if path:
-        raise BadRequest.field(field, "gate conditions would form a cycle: " + " -> ".join(path))
-
-
-def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    visited: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for nxt in sorted(graph.get(node, ())):
-            if nxt == start:
-                return [*path, start]
-            if nxt not in visited:
-                visited.add(nxt)
-                stack.append((nxt, [*path, nxt]))
-    return None
+        raise Invalid.field(field, "gate conditions would form a cycle: " + " -> ".join(path))
 
 
 # --- create, read, list ---------------------------------------------------------------------------
@@ -252,7 +213,7 @@ def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
 def create(body: GateCreate) -> Doc:
     gate_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(gate_id) <= 100:
-        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+        raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     rules = _stored_rules(body.rules, [])
     _check_references(gate_id, rules)
     if body.releasePipelineID:
@@ -308,7 +269,7 @@ def _matches(gate: Doc, doc: Doc, q: GateListQuery, usage: gate_checks.Usage) ->
     return all(checks)
 
 
-def list_gates(q: GateListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_gates(q: GateListQuery) -> Page[Doc]:
     matching = []
     usage = gate_checks.every_gate()
     for doc in dynamo.list_all(kinds.GATE):
@@ -316,18 +277,16 @@ def list_gates(q: GateListQuery, path: str, raw_query: str) -> tuple[list[Doc], 
         gate = present(doc, gate_usage)
         if _matches(gate, doc, q, gate_usage):
             matching.append(gate)
-    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(matching, page=q.page, limit=q.limit)
 
 
-def versions(
-    gate_id: str, page: int, limit: int, path: str, raw_query: str
-) -> tuple[list[Doc], dict[str, Any]]:
+def versions(gate_id: str, page: int, limit: int) -> Page[Doc]:
     snapshots = dynamo.versions(kinds.GATE, gate_id)
     if not snapshots:
         entities.load(kinds.GATE, gate_id)  # 404 when the gate does not exist
     usage = gate_checks.usage_of(gate_id)
     shown = [present(s, usage) for s in snapshots]
-    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=page, limit=limit)
 
 
 # --- updates -----------------------------------------------------------------------------------
@@ -335,7 +294,7 @@ def versions(
 
 def _refuse_if_archived(doc: Doc) -> None:
     if doc.get("_state", {}).get("archived"):
-        raise BadRequest(f"Gate {doc['id']!r} is archived: unarchive it before changing it.")
+        raise Invalid(f"Gate {doc['id']!r} is archived: unarchive it before changing it.")
 
 
 def _apply_changes(doc: Doc, changes: GatePatch | GateUpdate) -> None:
@@ -391,7 +350,7 @@ def launch(gate_id: str) -> Doc:
 def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
     def change(doc: Doc) -> None:
         if doc["_state"].get("archived"):
-            raise BadRequest(f"Gate {gate_id!r} is already archived.")
+            raise Invalid(f"Gate {gate_id!r} is already archived.")
         if not force:
             users = [r for r in references(gate_id) if not entities.is_archived(r)]
             if users:
@@ -412,7 +371,7 @@ def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
 def unarchive(gate_id: str) -> Doc:
     def change(doc: Doc) -> None:
         if not doc["_state"].get("archived"):
-            raise BadRequest(f"Gate {gate_id!r} is not archived.")
+            raise Invalid(f"Gate {gate_id!r} is not archived.")
         doc["_state"] = {"launched": doc["_state"].get("launched", False), "archived": False}
 
     return present(entities.update(kinds.GATE, gate_id, change))
@@ -437,9 +396,7 @@ def add_rules(gate_id: str, rules: list[GateRule]) -> Doc:
     """Append rules; each gets a new id (a rule's id is the service's to assign)."""
     for index, rule in enumerate(rules):
         if rule.id is not None or rule.baseID is not None:
-            raise BadRequest.field(
-                f"rules[{index}].id", "new rules get their id from the service; leave it out"
-            )
+            raise Invalid.field(f"rules[{index}].id", "new rules get their id from the service; leave it out")
 
     def change(doc: Doc) -> None:
         _refuse_if_archived(doc)
@@ -470,10 +427,10 @@ def update_rules(gate_id: str, updates: list[GateRuleUpdate]) -> Doc:
         rules = list(doc["rules"])
         for index, update in enumerate(updates):
             if update.id is None:
-                raise BadRequest.field(f"rules[{index}].id", "is required: it names the rule to update")
+                raise Invalid.field(f"rules[{index}].id", "is required: it names the rule to update")
             found = _find_rule(rules, update.id)
             if found is None:
-                raise BadRequest.field(f"rules[{index}].id", f"no rule with id {update.id!r} on this gate")
+                raise Invalid.field(f"rules[{index}].id", f"no rule with id {update.id!r} on this gate")
             rules[found] = _merge_rule(rules[found], update)
         _check_references(gate_id, rules)
         doc["rules"] = rules
@@ -547,9 +504,7 @@ def _describe(users: list[Doc]) -> str:
     return ", ".join(names) + more
 
 
-def list_references(
-    kind: str, gate_id: str, page: int, limit: int, path: str, raw_query: str
-) -> tuple[list[Doc], dict[str, Any]]:
+def list_references(kind: str, gate_id: str, page: int, limit: int) -> Page[Doc]:
     docs = references_of_kind(kind, gate_id)
     if kind == kinds.GATE:
         usage = gate_checks.every_gate()
@@ -561,4 +516,4 @@ def list_references(
         shown = [experiments.present(d) for d in docs]
     else:
         shown = [entities.public(d) for d in docs]
-    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=page, limit=limit)

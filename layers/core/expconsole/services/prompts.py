@@ -11,11 +11,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from expconsole import kinds
-from expconsole.api.errors import BadRequest
-from expconsole.api.pagination import paginate
+from expconsole.errors import Invalid
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.prompts import PromptCreate, PromptListQuery, PromptPatch
 from expconsole.services import entities
 from expconsole.services.entities import Doc
@@ -34,7 +32,7 @@ def present(doc: Doc) -> Doc:
 def create(body: PromptCreate) -> Doc:
     prompt_id = entities.id_from_name(body.name)
     if len(prompt_id) < 3:
-        raise BadRequest.field("name", "must have at least 3 characters that are not white space")
+        raise Invalid.field("name", "must have at least 3 characters that are not white space")
     data = body.model_dump(mode="json")
     doc: Doc = {
         "id": prompt_id,
@@ -58,9 +56,9 @@ def get(prompt_id: str) -> Doc:
     return present(entities.load(KIND, prompt_id))
 
 
-def list_prompts(q: PromptListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_prompts(q: PromptListQuery) -> Page[Doc]:
     shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
-    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=q.page, limit=q.limit)
 
 
 def patch(prompt_id: str, body: PromptPatch) -> Doc:
@@ -70,7 +68,7 @@ def patch(prompt_id: str, body: PromptPatch) -> Doc:
 
     def change(doc: Doc) -> None:
         if entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {prompt_id!r} is archived: unarchive it before changing it.")
+            raise Invalid(f"{LABEL} {prompt_id!r} is archived: unarchive it before changing it.")
         doc.update(body.changes())
 
     return present(entities.update(KIND, prompt_id, change))
@@ -79,7 +77,7 @@ def patch(prompt_id: str, body: PromptPatch) -> Doc:
 def archive(prompt_id: str, reason: str | None) -> Doc:
     def change(doc: Doc) -> None:
         if entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {prompt_id!r} is already archived.")
+            raise Invalid(f"{LABEL} {prompt_id!r} is already archived.")
         doc["_state"] = {"archived": True, "archiveReason": reason, "archivedTime": entities.now_ms()}
 
     return present(entities.update(KIND, prompt_id, change))
@@ -88,7 +86,7 @@ def archive(prompt_id: str, reason: str | None) -> Doc:
 def unarchive(prompt_id: str) -> Doc:
     def change(doc: Doc) -> None:
         if not entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {prompt_id!r} is not archived.")
+            raise Invalid(f"{LABEL} {prompt_id!r} is not archived.")
         doc["_state"] = {"archived": False}
 
     return present(entities.update(KIND, prompt_id, change))

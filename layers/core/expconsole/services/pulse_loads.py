@@ -20,8 +20,8 @@ import uuid
 from typing import Any
 
 from expconsole import aws, kinds, observability
-from expconsole.api.errors import BadRequest, ServiceUnavailable
-from expconsole.api.pagination import paginate
+from expconsole.errors import Invalid, Unavailable
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.pulse import LoadPulseBody
 from expconsole.observability import MetricUnit
 from expconsole.services import entities, experiments
@@ -47,7 +47,7 @@ def request(
         doc = entities.load(kinds.HOLDOUT, exp_id)
         metric_ids = experiment_metric_ids({"primaryMetrics": doc.get("monitoringMetrics") or []})
         if not metric_ids:
-            raise BadRequest.field(
+            raise Invalid.field(
                 "monitoringMetrics",
                 "the holdout has no monitoring metrics, so a load has nothing to compute: add some first",
             )
@@ -56,14 +56,14 @@ def request(
         doc = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
         metric_ids = experiment_metric_ids(doc)
     if doc.get("startTime") is None:
-        raise BadRequest.field("id", "the experiment has not started: start it before loading pulse")
+        raise Invalid.field("id", "the experiment has not started: start it before loading pulse")
     what = kinds.LABEL[kind].lower()
     if body.refresh == "metric":
         if not body.metricIDs:
-            raise BadRequest.field("metricIDs", "is required with refresh 'metric': the metrics to reload")
+            raise Invalid.field("metricIDs", "is required with refresh 'metric': the metrics to reload")
         unknown = sorted(set(body.metricIDs) - set(metric_ids))
         if unknown:
-            raise BadRequest.field("metricIDs", f"not metrics of this {what}: {', '.join(unknown)}")
+            raise Invalid.field("metricIDs", f"not metrics of this {what}: {', '.join(unknown)}")
     job = {
         "kind": kind,
         "id": exp_id,
@@ -144,7 +144,7 @@ def _invoke(job: dict[str, Any]) -> None:
         )
     except Exception as exc:
         logger.warning("Queueing a pulse load failed", exc_info=True)
-        raise ServiceUnavailable("The load could not be queued; retry.") from exc
+        raise Unavailable("The load could not be queued; retry.") from exc
 
 
 def _run(job: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +168,7 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
     except (BotoCoreError, ClientError) as exc:
         observability.count("PulseRunsFailed")
         logger.warning("Storage failed during a pulse load", exc_info=True)
-        raise ServiceUnavailable("Storage failed during the load; retry it.") from exc
+        raise Unavailable("Storage failed during the load; retry it.") from exc
     observability.count("PulseRunDuration", (time.monotonic() - started) * 1000, MetricUnit.Milliseconds)
     if record.get("finishedState") != "success":
         observability.count("PulseRunsFailed")
@@ -184,12 +184,10 @@ def run_queued(job: dict[str, Any]) -> dict[str, Any]:
         return {"finishedState": "failure"}
 
 
-def history(
-    exp_id: str, page: int, limit: int, path: str, raw_query: str, kind: str = kinds.EXPERIMENT
-) -> tuple[list[Any], dict[str, Any]]:
+def history(exp_id: str, page: int, limit: int, kind: str = kinds.EXPERIMENT) -> Page[Any]:
     entities.load(kind, exp_id)
     runs = [_presented(record) for record in pulse_runs.list_runs(kind, exp_id)]
-    return paginate(runs, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(runs, page=page, limit=limit)
 
 
 def due(now_ms: int, every_hour: bool = False) -> list[tuple[str, str]]:

@@ -17,13 +17,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.release_pipelines import (
     Phase,
     PipelineCreate,
@@ -32,6 +30,7 @@ from expconsole.models.release_pipelines import (
     PipelineUpdate,
 )
 from expconsole.services import entities
+from expconsole.services.common import size
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
@@ -40,7 +39,6 @@ LABEL = "Release pipeline"
 GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
 SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
 USER_KINDS = (kinds.GATE, kinds.DYNAMIC_CONFIG)
-MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
 
 FIELDS = (
     "id",
@@ -77,11 +75,11 @@ def _keep_or_new(given: str | None, known: set[str], seen: set[str], field: str,
         seen.add(new)
         return new
     if given not in known:
-        raise BadRequest.field(
+        raise Invalid.field(
             field, f"no {what} with id {given!r} on this pipeline; leave the id out for a new one"
         )
     if given in seen:
-        raise BadRequest.field(field, f"{what} {given!r} appears twice")
+        raise Invalid.field(field, f"{what} {given!r} appears twice")
     seen.add(given)
     return given
 
@@ -137,12 +135,7 @@ def _check_references(phases: list[Doc]) -> None:
 
 
 def _check_size(doc: Doc) -> None:
-    size = len(json.dumps(doc, separators=(",", ":")).encode())
-    if size > MAX_STORED_BYTES:
-        raise PayloadTooLarge(
-            f"The release pipeline would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
-            "Use fewer phases, rules or condition values."
-        )
+    size.check_stored_size(doc, "release pipeline", "Use fewer phases, rules or condition values.")
 
 
 # --- create, read, list --------------------------------------------------------------------------
@@ -167,9 +160,9 @@ def get(pipeline_id: str) -> Doc:
     return present(entities.load(KIND, pipeline_id))
 
 
-def list_pipelines(q: PipelineListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_pipelines(q: PipelineListQuery) -> Page[Doc]:
     shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
-    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=q.page, limit=q.limit)
 
 
 # --- changes -------------------------------------------------------------------------------------
@@ -177,7 +170,7 @@ def list_pipelines(q: PipelineListQuery, path: str, raw_query: str) -> tuple[lis
 
 def _refuse_if_archived(doc: Doc) -> None:
     if entities.is_archived(doc):
-        raise BadRequest(f"{LABEL} {doc['id']!r} is archived: unarchive it before changing it.")
+        raise Invalid(f"{LABEL} {doc['id']!r} is archived: unarchive it before changing it.")
 
 
 def update(pipeline_id: str, body: PipelineUpdate) -> Doc:
@@ -222,7 +215,7 @@ def delete(pipeline_id: str) -> None:
 def archive(pipeline_id: str, force: bool, reason: str | None) -> Doc:
     def change(doc: Doc) -> None:
         if entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {pipeline_id!r} is already archived.")
+            raise Invalid(f"{LABEL} {pipeline_id!r} is already archived.")
         if not force:
             active = [u for u in users(pipeline_id) if not entities.is_archived(u)]
             if active:
@@ -243,7 +236,7 @@ def archive(pipeline_id: str, force: bool, reason: str | None) -> Doc:
 def unarchive(pipeline_id: str) -> Doc:
     def change(doc: Doc) -> None:
         if not entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {pipeline_id!r} is not archived.")
+            raise Invalid(f"{LABEL} {pipeline_id!r} is not archived.")
         doc["_state"] = {"archived": False}
 
     return present(entities.update(KIND, pipeline_id, change))

@@ -21,16 +21,15 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import Any
 
 from expconsole import config, kinds
-from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import referenced_ids
 from expconsole.models.segments import SegmentCreate, SegmentListQuery, SegmentRule
 from expconsole.services import entities
+from expconsole.services.common import size
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo, segment_ids
 
@@ -48,7 +47,6 @@ USER_KINDS = (
     kinds.HOLDOUT,
     kinds.SEGMENT,
 )
-MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
 
 
 def present(doc: Doc) -> Doc:
@@ -91,7 +89,7 @@ def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str)
     for index, rule in enumerate(given):
         for c_index, cond in enumerate(rule.conditions):
             if cond.type in REFUSED_CONDITION_TYPES:
-                raise BadRequest.field(
+                raise Invalid.field(
                     f"{field}[{index}].conditions[{c_index}].type",
                     f"condition type {cond.type!r} is not allowed in a segment; gates may use segments, "
                     "segments may not use gates",
@@ -99,7 +97,7 @@ def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str)
         if rule.id is not None:
             found = by_id.get(rule.id)
             if found is None:
-                raise BadRequest.field(
+                raise Invalid.field(
                     f"{field}[{index}].id",
                     f"no rule with id {rule.id!r} on this segment; leave it out for a new one",
                 )
@@ -107,7 +105,7 @@ def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str)
         else:
             rule_id = base_id = entities.new_id()
         if rule_id in seen:
-            raise BadRequest.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
+            raise Invalid.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
         seen.add(rule_id)
         out.append(_rule_doc(rule, rule_id, base_id))
     return out
@@ -122,7 +120,7 @@ def _check_references(segment_id: str, rules: list[Doc], field: str) -> None:
                 continue
             target, here = cond["targetValue"], f"{field}[{r_index}].conditions[{c_index}].targetValue"
             if target == segment_id:
-                raise BadRequest.field(here, "a segment cannot depend on itself")
+                raise Invalid.field(here, "a segment cannot depend on itself")
             entities.require_exists(KIND, target, here)
             where.setdefault(target, here)
     if not where:
@@ -133,7 +131,7 @@ def _check_references(segment_id: str, rules: list[Doc], field: str) -> None:
     graph[segment_id] = set(where)
     path = _cycle_from(segment_id, graph)
     if path:
-        raise BadRequest.field(where[path[1]], "segment conditions would form a cycle: " + " -> ".join(path))
+        raise Invalid.field(where[path[1]], "segment conditions would form a cycle: " + " -> ".join(path))
 
 
 def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
@@ -151,12 +149,7 @@ def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def _check_size(doc: Doc) -> None:
-    size = len(json.dumps(doc, separators=(",", ":")).encode())
-    if size > MAX_STORED_BYTES:
-        raise PayloadTooLarge(
-            f"The segment would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
-            "Use fewer rules or condition values, or an id_list segment."
-        )
+    size.check_stored_size(doc, "segment", "Use fewer rules or condition values, or an id_list segment.")
 
 
 # --- create, read, list --------------------------------------------------------------------------
@@ -165,7 +158,7 @@ def _check_size(doc: Doc) -> None:
 def create(body: SegmentCreate) -> Doc:
     segment_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(segment_id) <= 100:
-        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+        raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     doc: Doc = {
         "id": segment_id,
         "name": body.name,
@@ -187,9 +180,7 @@ def create(body: SegmentCreate) -> Doc:
         _check_size(doc)
     else:
         if body.rules:
-            raise BadRequest.field(
-                "rules", "only rule_based segments have rules; an id_list segment holds ids"
-            )
+            raise Invalid.field("rules", "only rule_based segments have rules; an id_list segment holds ids")
         doc["count"] = 0
         doc["_state"]["idListKey"] = entities.new_id(12)
     return present(entities.insert(KIND, segment_id, doc))
@@ -199,9 +190,9 @@ def get(segment_id: str) -> Doc:
     return present(entities.load(KIND, segment_id))
 
 
-def list_segments(q: SegmentListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_segments(q: SegmentListQuery) -> Page[Doc]:
     shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
-    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=q.page, limit=q.limit)
 
 
 # --- users, delete, archive ------------------------------------------------------------------------
@@ -247,7 +238,7 @@ def delete(segment_id: str) -> None:
 def archive(segment_id: str, force: bool, reason: str | None) -> Doc:
     def change(doc: Doc) -> None:
         if entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {segment_id!r} is already archived.")
+            raise Invalid(f"{LABEL} {segment_id!r} is already archived.")
         if not force:
             active = [u for u in users(segment_id) if not entities.is_archived(u)]
             if active:
@@ -276,12 +267,12 @@ def _require_type(doc: Doc, wanted: str, action: str) -> None:
     else:
         hint = f"set its rules with POST {_path(doc['id'], '/conditional')}"
     article = "an" if doc["type"] == ID_LIST else "a"
-    raise BadRequest(f"{LABEL} {doc['id']!r} is {article} {doc['type']} segment: it cannot {action}; {hint}.")
+    raise Invalid(f"{LABEL} {doc['id']!r} is {article} {doc['type']} segment: it cannot {action}; {hint}.")
 
 
 def _refuse_if_archived(doc: Doc) -> None:
     if entities.is_archived(doc):
-        raise BadRequest(f"{LABEL} {doc['id']!r} is archived: it cannot be changed.")
+        raise Invalid(f"{LABEL} {doc['id']!r} is archived: it cannot be changed.")
 
 
 def set_rules(segment_id: str, rules: list[SegmentRule]) -> Doc:
@@ -301,11 +292,12 @@ def _id_list(segment_id: str, action: str) -> tuple[Doc, str]:
     return doc, doc["_state"]["idListKey"]
 
 
-def get_ids(segment_id: str, page: int, limit: int, path: str, raw_query: str) -> tuple[Doc, dict[str, Any]]:
+def get_ids(segment_id: str, page: int, limit: int) -> tuple[Doc, Page[str]]:
+    """The list's name and size with one page of its ids, and that page (for its links)."""
     doc, list_key = _id_list(segment_id, "list ids")
     ids = segment_ids.all_ids(segment_id, list_key)
-    chunk, pagination = paginate(ids, page=page, limit=limit, path=path, raw_query=raw_query)
-    return {"name": doc["name"], "count": len(ids), "ids": chunk}, pagination
+    one = page_of(ids, page=page, limit=limit)
+    return {"name": doc["name"], "count": len(ids), "ids": one.items}, one
 
 
 def _change_ids(segment_id: str, ids: list[str], adding: bool) -> Doc:
