@@ -62,8 +62,9 @@ from expconsole.models.dynamic_configs import (
 )
 from expconsole.models.pagination import DEFAULT_LIMIT, Page, page_of
 from expconsole.services import entities, json_values
+from expconsole.services.common import lifecycle, size
+from expconsole.services.common import patch as partial
 from expconsole.services.common import rules as rules_common
-from expconsole.services.common import size
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
@@ -82,7 +83,7 @@ _RULE_OPTIONAL = ("completedAutomatedRollouts", "pendingAutomatedRollouts")
 
 
 def status_of(doc: Doc) -> str:
-    if doc.get("_state", {}).get("archived"):
+    if lifecycle.is_archived(doc):
         return "Archived"
     return "Enabled" if doc["isEnabled"] else "Disabled"
 
@@ -330,8 +331,7 @@ def versions(config_id: str, page: int, limit: int) -> Page[Doc]:
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if doc.get("_state", {}).get("archived"):
-        raise Invalid(f"Dynamic config {doc['id']!r} is archived: unarchive it before changing it.")
+    lifecycle.refuse_if_archived(doc, "Dynamic config")
 
 
 def _apply_changes(doc: Doc, changes: DynamicConfigPatch | DynamicConfigUpdate) -> None:
@@ -372,6 +372,9 @@ def full_update(config_id: str, body: DynamicConfigUpdate) -> Doc:
 
 
 def patch(config_id: str, body: DynamicConfigPatch) -> Doc:
+    stored = partial.unchanged(KIND, config_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return present(entities.update(KIND, config_id, lambda d: _apply_changes(d, body), body.version))
 
 
@@ -390,28 +393,11 @@ def disable(config_id: str) -> Doc:
 
 def archive(config_id: str, force: bool, reason: str | None) -> Doc:
     """Archive (soft). `force` is accepted for the peer's sake: nothing refers to a config."""
-
-    def change(doc: Doc) -> None:
-        if doc["_state"].get("archived"):
-            raise Invalid(f"Dynamic config {config_id!r} is already archived.")
-        doc["_state"] = {
-            **doc["_state"],
-            "archived": True,
-            "archiveReason": reason,
-            "forceArchive": force,
-            "archivedTime": entities.now_ms(),
-        }
-
-    return present(entities.update(KIND, config_id, change))
+    return present(lifecycle.archive(KIND, config_id, reason, label="Dynamic config"))
 
 
 def unarchive(config_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not doc["_state"].get("archived"):
-            raise Invalid(f"Dynamic config {config_id!r} is not archived.")
-        doc["_state"] = {"archived": False}
-
-    return present(entities.update(KIND, config_id, change))
+    return present(lifecycle.unarchive(KIND, config_id, label="Dynamic config"))
 
 
 def delete(config_id: str) -> None:

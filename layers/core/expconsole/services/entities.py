@@ -73,11 +73,6 @@ def bookkeeping(creator_id: str | None = None, creator_email: str | None = None)
     }
 
 
-def is_archived(doc: Doc) -> bool:
-    """Archived, whichever way the entity records it (a `_state` flag or an `archived` status)."""
-    return bool(doc.get("_state", {}).get("archived")) or doc.get("status") == "archived"
-
-
 def public(doc: Doc) -> Doc:
     return {k: v for k, v in doc.items() if not k.startswith("_")}
 
@@ -86,6 +81,14 @@ def load(kind: str, entity_id: str) -> Doc:
     doc = dynamo.get(kind, entity_id)
     if doc is None:
         raise NotFound(f"{kinds.LABEL[kind]} {entity_id!r} not found.")
+    return doc
+
+
+def current(kind: str, entity_id: str, expected_version: int | None = None) -> Doc:
+    """The stored entity, after checking it is still at the version the client read (409 if not)."""
+    doc = load(kind, entity_id)
+    if expected_version is not None and expected_version != int(doc["version"]):
+        raise _stale(kind, entity_id, expected_version, int(doc["version"]))
     return doc
 
 

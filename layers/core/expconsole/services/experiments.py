@@ -124,6 +124,7 @@ from expconsole.models.experiments import (
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.validation import field_errors
 from expconsole.services import entities, quality
+from expconsole.services.common import patch as partial
 from expconsole.services.common import rules as rules_common
 from expconsole.services.common import size
 from expconsole.services.entities import Doc
@@ -746,6 +747,9 @@ def full_update(exp_id: str, body: ExperimentUpdate) -> Doc:
 
 
 def patch(exp_id: str, body: ExperimentPatch) -> Doc:
+    stored = partial.unchanged(KIND, exp_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return _update(exp_id, body)
 
 

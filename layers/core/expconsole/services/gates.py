@@ -32,6 +32,8 @@ from expconsole.models.gates import (
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import is_everyone_rule, referenced_ids
 from expconsole.services import entities
+from expconsole.services.common import lifecycle
+from expconsole.services.common import patch as partial
 from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo, gate_checks
@@ -63,7 +65,7 @@ def expected_pass_rate(doc: Doc) -> str:
     first everyone rule can ever apply.
     """
     state = doc.get("_state", {})
-    if state.get("archived") or (not doc["isEnabled"] and not state.get("launched")):
+    if lifecycle.is_archived(doc) or (not doc["isEnabled"] and not state.get("launched")):
         return "0"
     if state.get("launched"):
         return "100"
@@ -82,7 +84,7 @@ def expected_pass_rate(doc: Doc) -> str:
 
 def status_of(doc: Doc) -> str:
     state = doc.get("_state", {})
-    if state.get("archived"):
+    if lifecycle.is_archived(doc):
         return "Archived"
     if state.get("launched"):
         return "Launched"
@@ -293,8 +295,7 @@ def versions(gate_id: str, page: int, limit: int) -> Page[Doc]:
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if doc.get("_state", {}).get("archived"):
-        raise Invalid(f"Gate {doc['id']!r} is archived: unarchive it before changing it.")
+    lifecycle.refuse_if_archived(doc, "Gate")
 
 
 def _apply_changes(doc: Doc, changes: GatePatch | GateUpdate) -> None:
@@ -325,6 +326,9 @@ def full_update(gate_id: str, body: GateUpdate) -> Doc:
 
 
 def patch(gate_id: str, body: GatePatch) -> Doc:
+    stored = partial.unchanged(kinds.GATE, gate_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return present(entities.update(kinds.GATE, gate_id, lambda d: _apply_changes(d, body), body.version))
 
 
@@ -348,33 +352,20 @@ def launch(gate_id: str) -> Doc:
 
 
 def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if doc["_state"].get("archived"):
-            raise Invalid(f"Gate {gate_id!r} is already archived.")
+    def in_use(doc: Doc) -> None:
         if not force:
-            users = [r for r in references(gate_id) if not entities.is_archived(r)]
+            users = [r for r in references(gate_id) if not lifecycle.is_archived(r)]
             if users:
                 raise Conflict(
                     f"Gate {gate_id!r} is still used by {_describe(users)}; remove those references "
                     "or archive with forceArchive: true."
                 )
-        doc["_state"] = {
-            **doc["_state"],
-            "archived": True,
-            "archiveReason": reason,
-            "archivedTime": entities.now_ms(),
-        }
 
-    return present(entities.update(kinds.GATE, gate_id, change))
+    return present(lifecycle.archive(kinds.GATE, gate_id, reason, label="Gate", check=in_use))
 
 
 def unarchive(gate_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not doc["_state"].get("archived"):
-            raise Invalid(f"Gate {gate_id!r} is not archived.")
-        doc["_state"] = {"launched": doc["_state"].get("launched", False), "archived": False}
-
-    return present(entities.update(kinds.GATE, gate_id, change))
+    return present(lifecycle.unarchive(kinds.GATE, gate_id, label="Gate", keep=("launched",)))
 
 
 def delete(gate_id: str) -> None:

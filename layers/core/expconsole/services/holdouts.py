@@ -53,6 +53,8 @@ from expconsole.models.holdouts import (
 )
 from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
+from expconsole.services.common import lifecycle
+from expconsole.services.common import patch as partial
 from expconsole.services.common.size import stored_bytes
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
@@ -143,7 +145,7 @@ def _experiment_writes(holdout_id: str, before: Iterable[str], after: Sequence[s
         exp = dynamo.get(kinds.EXPERIMENT, exp_id)
         if exp is None:
             raise Invalid.field(field, f"experiment {exp_id!r} does not exist")
-        if entities.is_archived(exp):
+        if lifecycle.is_archived(exp):
             raise Invalid.field(field, f"experiment {exp_id!r} is archived: unarchive it first")
         ids = list(exp.get("holdoutIDs") or [])
         if holdout_id not in ids:
@@ -175,7 +177,7 @@ def _holdout_writes(exp_id: str, before: Iterable[str], after: Sequence[str]) ->
         holdout = dynamo.get(KIND, holdout_id)
         if holdout is None:
             raise Invalid.field(field, f"holdout {holdout_id!r} does not exist")
-        if entities.is_archived(holdout):
+        if lifecycle.is_archived(holdout):
             raise Invalid.field(field, f"holdout {holdout_id!r} is archived: unarchive it first")
         ids = list(holdout["experimentIDs"])
         if exp_id not in ids:
@@ -232,7 +234,7 @@ def update_experiment(exp_id: str, change: Callable[[Doc], None], expected_versi
 def present(doc: Doc) -> Doc:
     """The holdout as the API returns it: stored fields plus `isArchived` and `permalink`."""
     out = entities.public(doc)
-    out.update(isArchived=entities.is_archived(doc), permalink=entities.permalink(KIND, doc["id"]))
+    out.update(isArchived=lifecycle.is_archived(doc), permalink=entities.permalink(KIND, doc["id"]))
     return out
 
 
@@ -242,7 +244,7 @@ def get(holdout_id: str) -> Doc:
 
 def _matches(doc: Doc, q: HoldoutListQuery) -> bool:
     checks = [
-        q.includeArchived or not entities.is_archived(doc),
+        q.includeArchived or not lifecycle.is_archived(doc),
         q.creatorName is None or doc["creatorName"] == q.creatorName,
         q.creatorID is None or doc["creatorID"] == q.creatorID,
         q.tags is None or bool(set(q.tags) & set(doc["tags"])),
@@ -330,8 +332,7 @@ def _write(holdout_id: str, change: Callable[[Doc], None], expected_version: int
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if entities.is_archived(doc):
-        raise Invalid(f"Holdout {doc['id']!r} is archived: unarchive it before changing it.")
+    lifecycle.refuse_if_archived(doc, "Holdout")
 
 
 def _update(holdout_id: str, body: HoldoutUpdate | HoldoutPatch) -> Doc:
@@ -353,26 +354,23 @@ def full_update(holdout_id: str, body: HoldoutUpdate) -> Doc:
 
 
 def patch(holdout_id: str, body: HoldoutPatch) -> Doc:
+    stored = partial.unchanged(KIND, holdout_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return _update(holdout_id, body)
 
 
 def archive(holdout_id: str, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise Invalid(f"Holdout {holdout_id!r} is already archived.")
-        doc["experimentIDs"] = []
-        doc["_state"] = {"archived": True, "archiveReason": reason, "archivedTime": entities.now_ms()}
+    """Archive, detaching its experiments (with their side of the link, in one transaction)."""
 
-    return present(_write(holdout_id, change))
+    def detach(doc: Doc) -> None:
+        doc["experimentIDs"] = []
+
+    return present(lifecycle.archive(KIND, holdout_id, reason, label="Holdout", check=detach, write=_write))
 
 
 def unarchive(holdout_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not entities.is_archived(doc):
-            raise Invalid(f"Holdout {holdout_id!r} is not archived.")
-        doc["_state"] = {"archived": False}
-
-    return present(_write(holdout_id, change))
+    return present(lifecycle.unarchive(KIND, holdout_id, label="Holdout", write=_write))
 
 
 def delete(holdout_id: str) -> None:

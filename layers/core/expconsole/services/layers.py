@@ -34,6 +34,8 @@ from expconsole.errors import Conflict, Invalid
 from expconsole.models.layers import LayerCreate, LayerListQuery, LayerPatch, LayerUpdate
 from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
+from expconsole.services.common import lifecycle
+from expconsole.services.common import patch as partial
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
@@ -127,7 +129,7 @@ def take_buckets(doc: Doc) -> None:
         return
     taken: set[int] = set()
     for other in members(doc["layerID"]):
-        if other["id"] != doc["id"] and not entities.is_archived(other):
+        if other["id"] != doc["id"] and not lifecycle.is_archived(other):
             taken.update(held_buckets(other))
     free = [b for b in range(BUCKETS) if b not in taken]
     doc["_state"] = {**doc.get("_state", {}), "layerBuckets": free[: claim(doc)]}
@@ -158,7 +160,7 @@ def check_placement(doc: Doc) -> None:
                 f"userBuckets[{index}]", f"repeats userBuckets[{mine[int(bucket)]}] ({int(bucket)})"
             )
         mine[int(bucket)] = index
-    others = [e for e in members(layer_id) if e["id"] != doc["id"] and not entities.is_archived(e)]
+    others = [e for e in members(layer_id) if e["id"] != doc["id"] and not lifecycle.is_archived(e)]
     for other in others:
         overlap = set(mine) & {int(b) for b in other.get("userBuckets") or []}
         if overlap:
@@ -239,6 +241,9 @@ def full_update(layer_id: str, body: LayerUpdate) -> Doc:
 
 
 def patch(layer_id: str, body: LayerPatch) -> Doc:
+    stored = partial.unchanged(KIND, layer_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return _update(layer_id, body)
 
 

@@ -73,6 +73,7 @@ from expconsole.models.metrics import (
 )
 from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
+from expconsole.services.common.rules import cycle_from
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
@@ -238,24 +239,10 @@ def _check_references(mid: str | None, definition: Doc) -> None:
         return
     graph = {d["id"]: set(referenced_metrics(d)) for d in dynamo.list_all(kinds.METRIC)}
     graph[mid] = set(refs)
-    path = _cycle_from(mid, graph)
+    path = cycle_from(mid, graph)
     if path:
         field = "metricComponentMetrics" if definition.get("metricComponentMetrics") else "funnelEventList"
         raise Invalid.field(field, "metrics would depend on each other in a cycle: " + " -> ".join(path))
-
-
-def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    visited: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for nxt in sorted(graph.get(node, ())):
-            if nxt == start:
-                return [*path, start]
-            if nxt not in visited:
-                visited.add(nxt)
-                stack.append((nxt, [*path, nxt]))
-    return None
 
 
 def _definition(metric_type: str, fields: Doc) -> Doc:

@@ -16,6 +16,8 @@ from expconsole.errors import Invalid
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.prompts import PromptCreate, PromptListQuery, PromptPatch
 from expconsole.services import entities
+from expconsole.services.common import lifecycle
+from expconsole.services.common import patch as partial
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
@@ -25,7 +27,7 @@ LABEL = "Prompt"
 
 def present(doc: Doc) -> Doc:
     out = entities.public(doc)
-    out["isArchived"] = entities.is_archived(doc)
+    out["isArchived"] = lifecycle.is_archived(doc)
     return out
 
 
@@ -57,36 +59,26 @@ def get(prompt_id: str) -> Doc:
 
 
 def list_prompts(q: PromptListQuery) -> Page[Doc]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
+    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
     return page_of(shown, page=q.page, limit=q.limit)
 
 
 def patch(prompt_id: str, body: PromptPatch) -> Doc:
-    """Apply the fields sent; an empty body changes nothing (no new version)."""
-    if not body.changes():
-        return get(prompt_id)
+    """Apply the fields sent; an empty body changes nothing (no new version: services.common.patch)."""
+    stored = partial.unchanged(KIND, prompt_id, partial.changes_of(body.changes()), None)
+    if stored is not None:
+        return present(stored)
 
     def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise Invalid(f"{LABEL} {prompt_id!r} is archived: unarchive it before changing it.")
+        lifecycle.refuse_if_archived(doc, LABEL)
         doc.update(body.changes())
 
     return present(entities.update(KIND, prompt_id, change))
 
 
 def archive(prompt_id: str, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise Invalid(f"{LABEL} {prompt_id!r} is already archived.")
-        doc["_state"] = {"archived": True, "archiveReason": reason, "archivedTime": entities.now_ms()}
-
-    return present(entities.update(KIND, prompt_id, change))
+    return present(lifecycle.archive(KIND, prompt_id, reason, label=LABEL))
 
 
 def unarchive(prompt_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not entities.is_archived(doc):
-            raise Invalid(f"{LABEL} {prompt_id!r} is not archived.")
-        doc["_state"] = {"archived": False}
-
-    return present(entities.update(KIND, prompt_id, change))
+    return present(lifecycle.unarchive(KIND, prompt_id, label=LABEL))

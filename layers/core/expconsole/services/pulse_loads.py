@@ -25,6 +25,7 @@ from expconsole.models.pagination import Page, page_of
 from expconsole.models.pulse import LoadPulseBody
 from expconsole.observability import MetricUnit
 from expconsole.services import entities, experiments
+from expconsole.services.common import lifecycle
 from expconsole.services.pulse.plan import experiment_metric_ids
 from expconsole.store import dynamo, pulse_runs
 
@@ -201,13 +202,13 @@ def due(now_ms: int, every_hour: bool = False) -> list[tuple[str, str]]:
         doc = experiments.effective(doc, now_ms)
         if doc.get("status") not in experiments.RUNNING or doc.get("startTime") is None:
             continue
-        if entities.is_archived(doc):
+        if lifecycle.is_archived(doc):
             continue
         hour, days = doc.get("scheduledReloadHour"), doc.get("scheduledReloadDays")
         if every_hour or ((hour is None or hour == moment.hour) and (days is None or weekday in days)):
             out.append((kinds.EXPERIMENT, doc["id"]))
     for doc in dynamo.list_all(kinds.HOLDOUT):
-        if doc.get("isEnabled", True) and not entities.is_archived(doc):
+        if doc.get("isEnabled", True) and not lifecycle.is_archived(doc):
             out.append((kinds.HOLDOUT, doc["id"]))
     return out
 

@@ -30,14 +30,15 @@ from expconsole.models.release_pipelines import (
     PipelineUpdate,
 )
 from expconsole.services import entities
-from expconsole.services.common import size
+from expconsole.services.common import lifecycle, size
+from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
 KIND = kinds.RELEASE_PIPELINE
 LABEL = "Release pipeline"
-GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
-SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
+GATE_REFERENCE_TYPES = rules_common.GATE_CONDITIONS
+SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
 USER_KINDS = (kinds.GATE, kinds.DYNAMIC_CONFIG)
 
 FIELDS = (
@@ -56,7 +57,7 @@ FIELDS = (
 
 def present(doc: Doc) -> Doc:
     out = {key: doc[key] for key in FIELDS if key in doc}
-    out["isArchived"] = entities.is_archived(doc)
+    out["isArchived"] = lifecycle.is_archived(doc)
     return out
 
 
@@ -89,7 +90,7 @@ def _rule_doc(rule: PipelineRule, rule_id: str) -> Doc:
     return {
         "id": rule_id,
         "name": data["name"],
-        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
+        "conditions": rules_common.stored_conditions(data["conditions"]),
         "environments": data["environments"],
     }
 
@@ -161,7 +162,7 @@ def get(pipeline_id: str) -> Doc:
 
 
 def list_pipelines(q: PipelineListQuery) -> Page[Doc]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
+    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
     return page_of(shown, page=q.page, limit=q.limit)
 
 
@@ -169,8 +170,7 @@ def list_pipelines(q: PipelineListQuery) -> Page[Doc]:
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if entities.is_archived(doc):
-        raise Invalid(f"{LABEL} {doc['id']!r} is archived: unarchive it before changing it.")
+    lifecycle.refuse_if_archived(doc, LABEL)
 
 
 def update(pipeline_id: str, body: PipelineUpdate) -> Doc:
@@ -213,30 +213,17 @@ def delete(pipeline_id: str) -> None:
 
 
 def archive(pipeline_id: str, force: bool, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise Invalid(f"{LABEL} {pipeline_id!r} is already archived.")
+    def in_use(doc: Doc) -> None:
         if not force:
-            active = [u for u in users(pipeline_id) if not entities.is_archived(u)]
+            active = [u for u in users(pipeline_id) if not lifecycle.is_archived(u)]
             if active:
                 raise Conflict(
                     f"{LABEL} {pipeline_id!r} is still used by {describe(active)}; point those at "
                     "another pipeline or archive with forceArchive: true."
                 )
-        doc["_state"] = {
-            **doc.get("_state", {}),
-            "archived": True,
-            "archiveReason": reason,
-            "archivedTime": entities.now_ms(),
-        }
 
-    return present(entities.update(KIND, pipeline_id, change))
+    return present(lifecycle.archive(KIND, pipeline_id, reason, label=LABEL, check=in_use))
 
 
 def unarchive(pipeline_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not entities.is_archived(doc):
-            raise Invalid(f"{LABEL} {pipeline_id!r} is not archived.")
-        doc["_state"] = {"archived": False}
-
-    return present(entities.update(KIND, pipeline_id, change))
+    return present(lifecycle.unarchive(KIND, pipeline_id, label=LABEL))

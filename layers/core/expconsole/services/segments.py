@@ -29,7 +29,8 @@ from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import referenced_ids
 from expconsole.models.segments import SegmentCreate, SegmentListQuery, SegmentRule
 from expconsole.services import entities
-from expconsole.services.common import size
+from expconsole.services.common import lifecycle, size
+from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo, segment_ids
 
@@ -37,8 +38,8 @@ KIND = kinds.SEGMENT
 LABEL = "Segment"
 RULE_BASED = "rule_based"
 ID_LIST = "id_list"
-SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
-REFUSED_CONDITION_TYPES = frozenset({"passes_gate", "fails_gate"})
+SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
+REFUSED_CONDITION_TYPES = rules_common.GATE_CONDITIONS
 USER_KINDS = (
     kinds.GATE,
     kinds.DYNAMIC_CONFIG,
@@ -51,7 +52,7 @@ USER_KINDS = (
 
 def present(doc: Doc) -> Doc:
     out = entities.public(doc)
-    out["isArchived"] = entities.is_archived(doc)
+    out["isArchived"] = lifecycle.is_archived(doc)
     return out
 
 
@@ -62,20 +63,14 @@ def _path(segment_id: str, action: str = "") -> str:
 # --- rules ---------------------------------------------------------------------------------------
 
 
-def _rule_doc(rule: SegmentRule, rule_id: str, base_id: str) -> Doc:
-    data = rule.model_dump(mode="json")
-    out: Doc = {
-        "id": rule_id,
-        "baseID": base_id,
-        "name": data["name"],
-        "passPercentage": data["passPercentage"],
-        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
-        "environments": data["environments"],
-    }
-    for key in ("returnValue", "completedAutomatedRollouts", "pendingAutomatedRollouts"):
-        if data.get(key) is not None:
-            out[key] = data[key]
-    return out
+def _refuse_gate_conditions(index: int, rule: SegmentRule, field: str) -> None:
+    for c_index, cond in enumerate(rule.conditions):
+        if cond.type in REFUSED_CONDITION_TYPES:
+            raise Invalid.field(
+                f"{field}[{index}].conditions[{c_index}].type",
+                f"condition type {cond.type!r} is not allowed in a segment; gates may use segments, "
+                "segments may not use gates",
+            )
 
 
 def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str) -> list[Doc]:
@@ -83,31 +78,15 @@ def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str)
 
     `field` is where the rules are in the body: `rules` on create, `` for the bare array.
     """
-    by_id = {key: rule for rule in existing for key in (rule["id"], rule.get("baseID")) if key}
+    given = list(given)
+    ids = rules_common.assign_ids(
+        (r.id for r in given), existing, field, "segment", "; leave it out for a new one"
+    )
     out: list[Doc] = []
-    seen: set[str] = set()
     for index, rule in enumerate(given):
-        for c_index, cond in enumerate(rule.conditions):
-            if cond.type in REFUSED_CONDITION_TYPES:
-                raise Invalid.field(
-                    f"{field}[{index}].conditions[{c_index}].type",
-                    f"condition type {cond.type!r} is not allowed in a segment; gates may use segments, "
-                    "segments may not use gates",
-                )
-        if rule.id is not None:
-            found = by_id.get(rule.id)
-            if found is None:
-                raise Invalid.field(
-                    f"{field}[{index}].id",
-                    f"no rule with id {rule.id!r} on this segment; leave it out for a new one",
-                )
-            rule_id, base_id = found["id"], found["baseID"]
-        else:
-            rule_id = base_id = entities.new_id()
-        if rule_id in seen:
-            raise Invalid.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
-        seen.add(rule_id)
-        out.append(_rule_doc(rule, rule_id, base_id))
+        _refuse_gate_conditions(index, rule, field)
+        rule_id, base_id, _ = next(ids)
+        out.append(rules_common.rule_doc(rule.model_dump(mode="json"), rule_id, base_id))
     return out
 
 
@@ -129,23 +108,9 @@ def _check_references(segment_id: str, rules: list[Doc], field: str) -> None:
         s["id"]: referenced_ids(s.get("rules") or [], SEGMENT_REFERENCE_TYPES) for s in dynamo.list_all(KIND)
     }
     graph[segment_id] = set(where)
-    path = _cycle_from(segment_id, graph)
+    path = rules_common.cycle_from(segment_id, graph)
     if path:
         raise Invalid.field(where[path[1]], "segment conditions would form a cycle: " + " -> ".join(path))
-
-
-def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    visited: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for nxt in sorted(graph.get(node, ())):
-            if nxt == start:
-                return [*path, start]
-            if nxt not in visited:
-                visited.add(nxt)
-                stack.append((nxt, [*path, nxt]))
-    return None
 
 
 def _check_size(doc: Doc) -> None:
@@ -191,7 +156,7 @@ def get(segment_id: str) -> Doc:
 
 
 def list_segments(q: SegmentListQuery) -> Page[Doc]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
+    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
     return page_of(shown, page=q.page, limit=q.limit)
 
 
@@ -236,24 +201,16 @@ def delete(segment_id: str) -> None:
 
 
 def archive(segment_id: str, force: bool, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise Invalid(f"{LABEL} {segment_id!r} is already archived.")
+    def in_use(doc: Doc) -> None:
         if not force:
-            active = [u for u in users(segment_id) if not entities.is_archived(u)]
+            active = [u for u in users(segment_id) if not lifecycle.is_archived(u)]
             if active:
                 raise Conflict(
                     f"{LABEL} {segment_id!r} is still used by {_describe(active)}; remove those "
                     "conditions or archive with forceArchive: true."
                 )
-        doc["_state"] = {
-            **doc.get("_state", {}),
-            "archived": True,
-            "archiveReason": reason,
-            "archivedTime": entities.now_ms(),
-        }
 
-    return present(entities.update(KIND, segment_id, change))
+    return present(lifecycle.archive(KIND, segment_id, reason, label=LABEL, check=in_use))
 
 
 # --- rules and ids ---------------------------------------------------------------------------------
@@ -271,8 +228,7 @@ def _require_type(doc: Doc, wanted: str, action: str) -> None:
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if entities.is_archived(doc):
-        raise Invalid(f"{LABEL} {doc['id']!r} is archived: it cannot be changed.")
+    lifecycle.refuse_if_archived(doc, LABEL, "it cannot be changed")
 
 
 def set_rules(segment_id: str, rules: list[SegmentRule]) -> Doc:

@@ -49,6 +49,7 @@ from expconsole.models.warehouse_sources import (
     QualifyingEventUpdate,
 )
 from expconsole.services import entities, sql_check
+from expconsole.services.common import patch as partial
 from expconsole.services.common import size
 from expconsole.services.entities import Doc
 from expconsole.services.sql_check import Problem
@@ -418,6 +419,11 @@ def update_assignment_source(name: str, body: AssignmentSourceUpdate) -> Outcome
 
 
 def patch_assignment_source(name: str, body: AssignmentSourcePatch) -> Outcome:
+    _refuse_rename(AS, name, body.name)
+    asked = partial.changes_of(body.changes(), frozenset({"name", "dryRun"}))
+    stored = partial.unchanged(AS, name, asked, body.version)
+    if stored is not None:
+        return Outcome(entities.public(stored), bool(body.dryRun))
     return _change_assignment_source(name, body)
 
 
