@@ -90,7 +90,11 @@ def delete_layer(id: str) -> dict[str, Any]:
     responses=responses(200, AnyListEnvelope, "The layer's experiments", 404),
 )
 def list_layer_experiments(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    return paged("Experiments listed successfully.", layers.experiments(id, query.page, query.limit), router)
+    # Imported here: only this route needs the experiment models in the layers function.
+    from expconsole.services import experiments
+
+    page = layers.experiments(id, query.page, query.limit, experiments.present)
+    return paged("Experiments listed successfully.", page, router)
 
 
 app, lambda_handler = build(router, key_kind="console")

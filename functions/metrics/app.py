@@ -163,7 +163,11 @@ def unarchive(id: str) -> dict[str, Any]:
     responses=responses(200, AnyListEnvelope, "Experiments using the metric", 404),
 )
 def list_experiments(id: str, query: Annotated[MetricExperimentsQuery, Query()]) -> dict[str, Any]:
-    return paged("Experiments listed successfully.", metrics.list_experiments(_metric_id(id), query), router)
+    # Imported here: only this route needs the experiment models in the metrics function.
+    from expconsole.services import experiments
+
+    page = metrics.list_experiments(_metric_id(id), query, experiments.present)
+    return paged("Experiments listed successfully.", page, router)
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -104,7 +104,7 @@ def _note(message: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Upload, have each file imported, print the reports' totals; the exit status."""
-    from expconsole.cli import backend_context
+    from expconsole.local.command_backend import backend_context
     from expconsole.services.imports import SUPPORTED
 
     root = Path(args.dir)

@@ -11,13 +11,21 @@ import secrets
 import string
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from expconsole import config, context, kinds
 from expconsole.errors import Conflict, Invalid, NotFound
 from expconsole.store import dynamo
 
 Doc = dict[str, Any]
+
+
+class Presenter(Protocol):
+    """How a service shows an entity of its kind to another service listing them (its `present`)."""
+
+    def __call__(self, doc: Doc, *, now: int | None = ...) -> Doc: ...
+
+
 _ALPHABET = string.ascii_letters + string.digits
 
 

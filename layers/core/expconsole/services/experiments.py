@@ -99,7 +99,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import importlib
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -123,7 +122,7 @@ from expconsole.models.experiments import (
 )
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.validation import field_errors
-from expconsole.services import entities, quality
+from expconsole.services import entities, layers, quality
 from expconsole.services.common import patch as partial
 from expconsole.services.common import rules as rules_common
 from expconsole.services.common import size
@@ -136,7 +135,6 @@ YEAR_MS = 365 * DAY_MS
 STALE_GRACE_DAYS = 7
 STALE_AFTER_DECISION_DAYS = 30
 STALE_IN_SETUP_DAYS = 90
-BUILT_IN_METRIC_TYPES = ("event_count", "event_dau")
 # Path segments under /experiments that belong to other routes (warehouse sources), so no
 # experiment could be reached under them.
 RESERVED_IDS = frozenset(
@@ -532,12 +530,9 @@ def _check_design(doc: Doc) -> None:
 
 def _metric_exists(name: str, metric_type: str) -> bool:
     """Stored metrics and built-ins (`<event>::event_count`, `<event>::event_dau`)."""
-    try:
-        metrics = importlib.import_module("expconsole.services.metrics")
-    except ModuleNotFoundError as exc:
-        if exc.name != "expconsole.services.metrics":
-            raise
-        return metric_type in BUILT_IN_METRIC_TYPES  # until the metrics service exists: built-ins only
+    # Imported here: only experiments that name metrics need the metric models.
+    from expconsole.services import metrics
+
     return bool(metrics.exists(name, metric_type))
 
 
@@ -576,8 +571,6 @@ PLACEMENT_FIELDS = ("layerID", "userBuckets", "allocation", "idType")
 def _check_placement(doc: Doc, fields: Iterable[str]) -> None:
     """Hook 2: an experiment in a layer fits it, when a field that places it is set or changes."""
     if doc.get("layerID") and set(fields) & set(PLACEMENT_FIELDS):
-        from expconsole.services import layers  # the layer's side of the placement rules
-
         layers.check_placement(doc)
 
 
@@ -714,8 +707,6 @@ def _write(
         _materialise(doc, now)
         change(doc, now)
         if doc.get("status") == "active" and doc.get("layerID"):
-            from expconsole.services import layers  # the layer's side of the placement rules
-
             layers.take_buckets(doc)
         _check_size(doc)
 

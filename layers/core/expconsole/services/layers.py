@@ -36,7 +36,7 @@ from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
 from expconsole.services.common import lifecycle
 from expconsole.services.common import patch as partial
-from expconsole.services.entities import Doc
+from expconsole.services.entities import Doc, Presenter
 from expconsole.store import dynamo
 
 KIND = kinds.LAYER
@@ -77,13 +77,12 @@ def members(layer_id: str) -> list[Doc]:
     return [e for e in dynamo.list_all(kinds.EXPERIMENT) if e.get("layerID") == layer_id]
 
 
-def experiments(layer_id: str, page: int, limit: int) -> Page[Doc]:
+def experiments(layer_id: str, page: int, limit: int, present_experiment: Presenter) -> Page[Doc]:
+    """The layer's experiments, each as `present_experiment` shows it (the experiments service's
+    `present`, passed in: the experiments service depends on this one, not the other way)."""
     entities.load(KIND, layer_id)  # 404 when the layer does not exist
-    # Imported here: only this route needs the experiment models in the layers function.
-    from expconsole.services import experiments as experiments_service
-
     now = entities.now_ms()
-    shown = [experiments_service.present(e, now=now) for e in members(layer_id)]
+    shown = [present_experiment(e, now=now) for e in members(layer_id)]
     return page_of(shown, page=page, limit=limit)
 
 

@@ -44,7 +44,6 @@ experiments name a metric in `primaryMetrics`, `secondaryMetrics` or `otherMetri
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from datetime import UTC, date, datetime, timedelta
@@ -74,7 +73,7 @@ from expconsole.models.metrics import (
 from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
 from expconsole.services.common.rules import cycle_from
-from expconsole.services.entities import Doc
+from expconsole.services.entities import Doc, Presenter
 from expconsole.store import dynamo
 
 GRACE_ENV = "METRIC_ARCHIVE_GRACE_SECONDS"
@@ -527,17 +526,6 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _experiment_view(doc: Doc, now: int) -> Doc:
-    """An experiment as the experiments API shows it (its status and `isStale` are derived)."""
-    try:
-        experiments = importlib.import_module("expconsole.services.experiments")
-    except ModuleNotFoundError as exc:
-        if exc.name != "expconsole.services.experiments":
-            raise
-        return entities.public(doc)  # until the experiments service exists: as stored
-    return experiments.present(doc, now=now)
-
-
 def _experiment_matches(exp: Doc, q: MetricExperimentsQuery, start: int | None, end: int | None) -> bool:
     created = int(exp.get("createdTime") or 0)
     checks = (
@@ -557,7 +545,10 @@ def _experiment_matches(exp: Doc, q: MetricExperimentsQuery, start: int | None, 
     return all(checks)
 
 
-def list_experiments(mid: str, q: MetricExperimentsQuery) -> Page[Doc]:
+def list_experiments(mid: str, q: MetricExperimentsQuery, present_experiment: Presenter) -> Page[Doc]:
+    """Experiments using the metric, each as `present_experiment` shows it (the experiments
+    service's `present`, with its derived status and `isStale`; passed in: the experiments
+    service depends on this one, not the other way)."""
     get(mid)  # 404 for an unknown metric
     first, last = parse_date(q.createdStartDate), parse_date(q.createdEndDate)
     if first is not None and last is not None and last < first:
@@ -565,6 +556,6 @@ def list_experiments(mid: str, q: MetricExperimentsQuery) -> Page[Doc]:
     start = _day_ms(first) if first else None
     end = _day_ms(last + timedelta(days=1)) if last else None
     now = entities.now_ms()
-    shown = [_experiment_view(doc, now) for doc in experiments_using(mid)]
+    shown = [present_experiment(doc, now=now) for doc in experiments_using(mid)]
     matching = [exp for exp in shown if _experiment_matches(exp, q, start, end)]
     return page_of(matching, page=q.page, limit=q.limit)
