@@ -32,7 +32,7 @@ from expconsole.models.gates import (
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import is_everyone_rule, referenced_ids
 from expconsole.services import entities
-from expconsole.services.common import lifecycle
+from expconsole.services.common import lifecycle, references
 from expconsole.services.common import patch as partial
 from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
@@ -354,10 +354,10 @@ def launch(gate_id: str) -> Doc:
 def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
     def in_use(doc: Doc) -> None:
         if not force:
-            users = [r for r in references(gate_id) if not lifecycle.is_archived(r)]
-            if users:
+            active = [r for r in users(gate_id) if not lifecycle.is_archived(r)]
+            if active:
                 raise Conflict(
-                    f"Gate {gate_id!r} is still used by {_describe(users)}; remove those references "
+                    f"Gate {gate_id!r} is still used by {_describe(active)}; remove those references "
                     "or archive with forceArchive: true."
                 )
 
@@ -370,9 +370,9 @@ def unarchive(gate_id: str) -> Doc:
 
 def delete(gate_id: str) -> None:
     doc = entities.load(kinds.GATE, gate_id)
-    users = references(gate_id)
-    if users:
-        raise Conflict(f"Gate {gate_id!r} is used by {_describe(users)}; remove those references first.")
+    found = users(gate_id)
+    if found:
+        raise Conflict(f"Gate {gate_id!r} is used by {_describe(found)}; remove those references first.")
     entities.remove(kinds.GATE, gate_id, doc)
 
 
@@ -461,38 +461,19 @@ def _rule_missing(gate_id: str, rule_id: str) -> NotFound:
 # --- references --------------------------------------------------------------------------------
 
 
-def _uses_gate(kind: str, doc: Doc, gate_id: str) -> bool:
-    if doc.get("targetingGateID") == gate_id:
-        return True
-    if kind == kinds.HOLDOUT and gate_id in (doc.get("gateIDs") or []):
-        return True
-    rules = list(doc.get("rules") or []) + list(doc.get("inlineTargetingRules") or [])
-    for phase in doc.get("phases") or []:
-        rules.extend(phase.get("rules") or [])
-    return gate_id in referenced_ids(rules, GATE_REFERENCE_TYPES)
-
-
 def references_of_kind(kind: str, gate_id: str) -> list[Doc]:
-    """Stored entities of `kind` that refer to the gate (conditions or targetingGateID)."""
+    """Stored entities of `kind` that name the gate (services.common.references says where)."""
     entities.load(kinds.GATE, gate_id)
-    return [
-        doc
-        for doc in dynamo.list_all(kind)
-        if not (kind == kinds.GATE and doc["id"] == gate_id) and _uses_gate(kind, doc, gate_id)
-    ]
+    return references.users_of_kind(kind, kinds.GATE, gate_id)
 
 
-def references(gate_id: str) -> list[Doc]:
-    out: list[Doc] = []
-    for kind in (kinds.GATE, kinds.EXPERIMENT, kinds.DYNAMIC_CONFIG, kinds.HOLDOUT, kinds.RELEASE_PIPELINE):
-        out.extend({**doc, "_kind": kind} for doc in references_of_kind(kind, gate_id))
-    return out
+def users(gate_id: str) -> list[Doc]:
+    """Every stored entity naming the gate, of each kind the references registry lists."""
+    entities.load(kinds.GATE, gate_id)
+    return references.users(kinds.GATE, gate_id)
 
 
-def _describe(users: list[Doc]) -> str:
-    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in users[:10]]
-    more = f" and {len(users) - 10} more" if len(users) > 10 else ""
-    return ", ".join(names) + more
+_describe = references.describe
 
 
 def list_references(kind: str, gate_id: str, page: int, limit: int) -> Page[Doc]:

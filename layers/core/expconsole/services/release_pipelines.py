@@ -30,7 +30,7 @@ from expconsole.models.release_pipelines import (
     PipelineUpdate,
 )
 from expconsole.services import entities
-from expconsole.services.common import lifecycle, size
+from expconsole.services.common import lifecycle, references, size
 from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
@@ -39,7 +39,6 @@ KIND = kinds.RELEASE_PIPELINE
 LABEL = "Release pipeline"
 GATE_REFERENCE_TYPES = rules_common.GATE_CONDITIONS
 SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
-USER_KINDS = (kinds.GATE, kinds.DYNAMIC_CONFIG)
 
 FIELDS = (
     "id",
@@ -186,19 +185,12 @@ def update(pipeline_id: str, body: PipelineUpdate) -> Doc:
 
 
 def users(pipeline_id: str) -> list[Doc]:
-    """Gates and dynamic configs that name the pipeline in `releasePipelineID`, archived or not."""
-    return [
-        {**doc, "_kind": kind}
-        for kind in USER_KINDS
-        for doc in dynamo.list_all(kind)
-        if doc.get("releasePipelineID") == pipeline_id
-    ]
+    """Gates and dynamic configs that name the pipeline in `releasePipelineID`, archived or not
+    (the kinds and fields are services.common.references')."""
+    return references.users(KIND, pipeline_id)
 
 
-def describe(found: list[Doc]) -> str:
-    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in found[:10]]
-    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
-    return ", ".join(names) + more
+describe = references.describe
 
 
 def delete(pipeline_id: str) -> None:

@@ -29,7 +29,7 @@ from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import referenced_ids
 from expconsole.models.segments import SegmentCreate, SegmentListQuery, SegmentRule
 from expconsole.services import entities
-from expconsole.services.common import lifecycle, size
+from expconsole.services.common import lifecycle, references, size
 from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo, segment_ids
@@ -40,14 +40,6 @@ RULE_BASED = "rule_based"
 ID_LIST = "id_list"
 SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
 REFUSED_CONDITION_TYPES = rules_common.GATE_CONDITIONS
-USER_KINDS = (
-    kinds.GATE,
-    kinds.DYNAMIC_CONFIG,
-    kinds.EXPERIMENT,
-    kinds.RELEASE_PIPELINE,
-    kinds.HOLDOUT,
-    kinds.SEGMENT,
-)
 
 
 def present(doc: Doc) -> Doc:
@@ -163,28 +155,13 @@ def list_segments(q: SegmentListQuery) -> Page[Doc]:
 # --- users, delete, archive ------------------------------------------------------------------------
 
 
-def _rules_of(doc: Doc) -> list[Doc]:
-    rules = list(doc.get("rules") or []) + list(doc.get("inlineTargetingRules") or [])
-    for phase in doc.get("phases") or []:
-        rules.extend(phase.get("rules") or [])
-    return rules
-
-
 def users(segment_id: str) -> list[Doc]:
-    """Stored entities whose conditions name the segment, archived or not."""
-    return [
-        {**doc, "_kind": kind}
-        for kind in USER_KINDS
-        for doc in dynamo.list_all(kind)
-        if not (kind == KIND and doc["id"] == segment_id)
-        and segment_id in referenced_ids(_rules_of(doc), SEGMENT_REFERENCE_TYPES)
-    ]
+    """Stored entities whose conditions name the segment, archived or not (the kinds and fields
+    are services.common.references')."""
+    return references.users(KIND, segment_id)
 
 
-def _describe(found: list[Doc]) -> str:
-    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in found[:10]]
-    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
-    return ", ".join(names) + more
+_describe = references.describe
 
 
 def delete(segment_id: str) -> None:
