@@ -97,3 +97,29 @@ def test_referenced_ids_reads_only_the_given_condition_types() -> None:
     ]
     assert rules.referenced_ids(rule_list, rules.GATE_CONDITIONS) == {"g1"}
     assert rules.referenced_ids(rule_list, rules.SEGMENT_CONDITIONS) == {"s1"}
+
+
+def test_condition_targets_must_exist_and_the_400_names_the_condition(aws: None) -> None:
+    from expconsole import kinds
+    from expconsole.store import dynamo
+
+    dynamo.create(kinds.GATE, "g", {"id": "g", "version": 1})
+    rule = {
+        "conditions": [
+            {"type": "passes_gate", "targetValue": "g"},
+            {"type": "user_id", "targetValue": ["nobody"]},
+            {"type": "fails_segment", "targetValue": "missing"},
+        ]
+    }
+    with pytest.raises(Invalid) as info:
+        rules.check_condition_targets(rule, "phases[0].rules[3]")
+    assert info.value.errors == [
+        {
+            "field": "phases[0].rules[3].conditions[2].targetValue",
+            "message": "segment 'missing' does not exist",
+        }
+    ]
+    rules.check_condition_targets({"conditions": rule["conditions"][:2]}, "")  # all exist: no error
+    with pytest.raises(Invalid) as info:
+        rules.check_condition_targets({"conditions": [{"type": "passes_gate", "targetValue": "x"}]}, "")
+    assert info.value.errors[0]["field"] == "conditions[0].targetValue"

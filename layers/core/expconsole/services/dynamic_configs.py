@@ -74,8 +74,6 @@ MAX_STORED_BYTES = size.MAX_STORED_BYTES
 OPTIONAL_FIELDS = ("schema", "schemaJson5", "releasePipelineID", "team", "teamID")
 VALUE_KEYS = ("returnValue", "returnValueJson5", "variants")
 _UNSENT = object()
-GATE_REFERENCE_TYPES = rules_common.GATE_CONDITIONS
-SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
 _RULE_OPTIONAL = ("completedAutomatedRollouts", "pendingAutomatedRollouts")
 
 
@@ -173,12 +171,7 @@ def _stored_rules(given: Sequence[DynamicConfigRule], existing: list[Doc], field
 def _check_references(placed: Iterable[tuple[str, Doc]]) -> None:
     """Gate and segment conditions must name existing entities."""
     for where, rule in placed:
-        for c_index, cond in enumerate(rule["conditions"]):
-            field = f"{_prefix(where)}conditions[{c_index}].targetValue"
-            if cond["type"] in GATE_REFERENCE_TYPES:
-                entities.require_exists(kinds.GATE, cond["targetValue"], field)
-            elif cond["type"] in SEGMENT_REFERENCE_TYPES:
-                entities.require_exists(kinds.SEGMENT, cond["targetValue"], field)
+        rules_common.check_condition_targets(rule, where)
 
 
 def _rule_sites(rule: Doc, where: str) -> Iterator[tuple[str, Any]]:

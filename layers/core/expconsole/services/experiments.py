@@ -556,12 +556,7 @@ def _check_references(doc: Doc, fields: Iterable[str]) -> None:
                 )
     if "inlineTargetingRules" in fields:
         for r_index, rule in enumerate(doc.get("inlineTargetingRules") or []):
-            for c_index, cond in enumerate(rule["conditions"]):
-                where = f"inlineTargetingRules[{r_index}].conditions[{c_index}].targetValue"
-                if cond["type"] in ("passes_gate", "fails_gate"):
-                    entities.require_exists(kinds.GATE, cond["targetValue"], where)
-                elif cond["type"] in ("passes_segment", "fails_segment"):
-                    entities.require_exists(kinds.SEGMENT, cond["targetValue"], where)
+            rules_common.check_condition_targets(rule, f"inlineTargetingRules[{r_index}]")
 
 
 REFERENCE_FIELDS = ("targetingGateID", "layerID", "holdoutIDs", *METRIC_LISTS, "inlineTargetingRules")

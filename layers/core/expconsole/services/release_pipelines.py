@@ -37,8 +37,6 @@ from expconsole.store import dynamo
 
 KIND = kinds.RELEASE_PIPELINE
 LABEL = "Release pipeline"
-GATE_REFERENCE_TYPES = rules_common.GATE_CONDITIONS
-SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
 
 FIELDS = (
     "id",
@@ -126,12 +124,7 @@ def _check_references(phases: list[Doc]) -> None:
     """Gate and segment conditions must name existing entities: else a 400 naming the field."""
     for p_index, phase in enumerate(phases):
         for r_index, rule in enumerate(phase["rules"]):
-            for c_index, cond in enumerate(rule["conditions"]):
-                where = f"phases[{p_index}].rules[{r_index}].conditions[{c_index}].targetValue"
-                if cond["type"] in GATE_REFERENCE_TYPES:
-                    entities.require_exists(kinds.GATE, cond["targetValue"], where)
-                elif cond["type"] in SEGMENT_REFERENCE_TYPES:
-                    entities.require_exists(kinds.SEGMENT, cond["targetValue"], where)
+            rules_common.check_condition_targets(rule, f"phases[{p_index}].rules[{r_index}]")
 
 
 def _check_size(doc: Doc) -> None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from expconsole import kinds
 from expconsole.errors import Invalid
 from expconsole.models.rules import referenced_ids
-from expconsole.services.entities import new_id
+from expconsole.services.entities import new_id, require_exists
 
 Doc = dict[str, Any]
 
@@ -26,6 +27,7 @@ __all__ = [
     "OPTIONAL_FIELDS",
     "SEGMENT_CONDITIONS",
     "assign_ids",
+    "check_condition_targets",
     "cycle_from",
     "find_rule",
     "referenced_ids",
@@ -103,3 +105,15 @@ def cycle_from(start: str, graph: Mapping[str, Iterable[str]]) -> list[str] | No
                 visited.add(nxt)
                 stack.append((nxt, [*path, nxt]))
     return None
+
+
+def check_condition_targets(rule: Mapping[str, Any], where: str) -> None:
+    """Gate and segment conditions must name existing entities: else a 400 naming the condition
+    (`where` is the rule's path: `rules[2]`, or "" for a rule sent alone)."""
+    prefix = f"{where}." if where else ""
+    for c_index, cond in enumerate(rule["conditions"]):
+        field = f"{prefix}conditions[{c_index}].targetValue"
+        if cond["type"] in GATE_CONDITIONS:
+            require_exists(kinds.GATE, cond["targetValue"], field)
+        elif cond["type"] in SEGMENT_CONDITIONS:
+            require_exists(kinds.SEGMENT, cond["targetValue"], field)
