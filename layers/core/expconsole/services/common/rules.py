@@ -14,7 +14,7 @@ from typing import Any
 from expconsole import kinds
 from expconsole.errors import Invalid
 from expconsole.models.rules import referenced_ids
-from expconsole.services.entities import new_id, require_exists
+from expconsole.services import entities
 
 Doc = dict[str, Any]
 
@@ -84,7 +84,7 @@ def assign_ids(
             stored = existing[found]
             rule_id, base_id = stored["id"], stored["baseID"]
         else:
-            rule_id = base_id = new_id()
+            rule_id = base_id = entities.new_id()
         if rule_id in seen:
             raise Invalid.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
         seen.add(rule_id)
@@ -114,6 +114,6 @@ def check_condition_targets(rule: Mapping[str, Any], where: str) -> None:
     for c_index, cond in enumerate(rule["conditions"]):
         field = f"{prefix}conditions[{c_index}].targetValue"
         if cond["type"] in GATE_CONDITIONS:
-            require_exists(kinds.GATE, cond["targetValue"], field)
+            entities.require_exists(kinds.GATE, cond["targetValue"], field)
         elif cond["type"] in SEGMENT_CONDITIONS:
-            require_exists(kinds.SEGMENT, cond["targetValue"], field)
+            entities.require_exists(kinds.SEGMENT, cond["targetValue"], field)
