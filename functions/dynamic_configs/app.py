@@ -9,8 +9,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged
+from expconsole.api.pagination import PageQuery
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.dynamic_configs import (
     DynamicConfigCreate,
@@ -60,8 +60,7 @@ def create_config(body: DynamicConfigCreate) -> tuple[dict[str, Any], int]:
     responses=responses(200, DynamicConfigListEnvelope, "A page of dynamic configs"),
 )
 def list_configs(query: Annotated[DynamicConfigListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = dynamic_configs.list_configs(query, *link_base(router))
-    return listed("Dynamic Configs listed successfully.", data, pagination)
+    return paged("Dynamic Configs listed successfully.", dynamic_configs.list_configs(query), router)
 
 
 @router.get(
@@ -153,8 +152,11 @@ def unarchive_config(id: str, body: UnarchiveBody | None = None) -> dict[str, An
     responses=responses(200, DynamicConfigListEnvelope, "Versions", 404),
 )
 def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = dynamic_configs.versions(id, query.page, query.limit, *link_base(router))
-    return listed("Dynamic Config versions listed successfully.", data, pagination)
+    return paged(
+        "Dynamic Config versions listed successfully.",
+        dynamic_configs.versions(id, query.page, query.limit),
+        router,
+    )
 
 
 @router.get(
@@ -164,8 +166,7 @@ def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, An
     responses=responses(200, DynamicConfigRulesEnvelope, "The rules, as `[{rules}]`", 404),
 )
 def get_rules(id: str) -> dict[str, Any]:
-    data, pagination = dynamic_configs.get_rules(id, router.current_event.raw_path)
-    return listed("Dynamic Config rules read successfully.", data, pagination)
+    return paged("Dynamic Config rules read successfully.", dynamic_configs.get_rules(id), router)
 
 
 @router.post(

@@ -10,8 +10,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged
+from expconsole.api.pagination import PageQuery
 from expconsole.models.events import EventListQuery, EventSummaryEnvelope, LoggedEventListEnvelope
 from expconsole.models.list_envelopes import AnyListEnvelope
 from expconsole.services import events
@@ -35,8 +35,7 @@ def _name(raw: str) -> str:
     responses=responses(200, LoggedEventListEnvelope, "A page of logged events"),
 )
 def list_events(query: Annotated[EventListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = events.list_events(query, *link_base(router))
-    return listed("Events listed successfully.", data, pagination)
+    return paged("Events listed successfully.", events.list_events(query), router)
 
 
 @router.get(
@@ -46,8 +45,7 @@ def list_events(query: Annotated[EventListQuery, Query()]) -> dict[str, Any]:
     responses=responses(200, LoggedEventListEnvelope, "A page of logged events"),
 )
 def list_event_records(eventName: str, query: Annotated[EventListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = events.list_event_records(_name(eventName), query, *link_base(router))
-    return listed("Events listed successfully.", data, pagination)
+    return paged("Events listed successfully.", events.list_event_records(_name(eventName), query), router)
 
 
 @router.get(
@@ -67,8 +65,9 @@ def event_summary(eventName: str) -> dict[str, Any]:
     responses=responses(200, AnyListEnvelope, "A page of metrics"),
 )
 def event_metrics(eventName: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = events.metrics_on(_name(eventName), query.page, query.limit, *link_base(router))
-    return listed("Metrics listed successfully.", data, pagination)
+    return paged(
+        "Metrics listed successfully.", events.metrics_on(_name(eventName), query.page, query.limit), router
+    )
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -9,8 +9,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok, warned
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged, warned
+from expconsole.api.pagination import PageQuery
 from expconsole.models.common import Message, UnarchiveBody
 from expconsole.models.experiments import (
     AbandonBody,
@@ -64,8 +64,7 @@ def create_experiment(body: ExperimentCreate) -> tuple[dict[str, Any], int]:
     responses=responses(200, ExperimentListEnvelope, "A page of experiments"),
 )
 def list_experiments(query: Annotated[ExperimentListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = experiments.list_experiments(query, *link_base(router))
-    return listed("Experiments listed successfully.", data, pagination)
+    return paged("Experiments listed successfully.", experiments.list_experiments(query), router)
 
 
 @router.get(
@@ -116,8 +115,9 @@ def delete_experiment(id: str) -> dict[str, Any]:
     responses=responses(200, ExperimentListEnvelope, "Versions", 404),
 )
 def list_experiment_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = experiments.versions(id, query.page, query.limit, *link_base(router))
-    return listed("Experiment versions listed successfully.", data, pagination)
+    return paged(
+        "Experiment versions listed successfully.", experiments.versions(id, query.page, query.limit), router
+    )
 
 
 @router.put(

@@ -10,8 +10,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole import kinds
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged
+from expconsole.api.pagination import PageQuery
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.gates import (
     GateCreate,
@@ -49,8 +49,7 @@ def create_gate(body: GateCreate) -> tuple[dict[str, Any], int]:
     BASE, tags=TAGS, summary="List gates", responses=responses(200, GateListEnvelope, "A page of gates")
 )
 def list_gates(query: Annotated[GateListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = gates.list_gates(query, *link_base(router))
-    return listed("Gates listed successfully.", data, pagination)
+    return paged("Gates listed successfully.", gates.list_gates(query), router)
 
 
 @router.get(ONE, tags=TAGS, summary="Read a gate", responses=responses(200, GateEnvelope, "The gate", 404))
@@ -201,13 +200,11 @@ def delete_rule(id: str, ruleID: str) -> dict[str, Any]:
     responses=responses(200, GateListEnvelope, "Versions", 404),
 )
 def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = gates.versions(id, query.page, query.limit, *link_base(router))
-    return listed("Gate versions listed successfully.", data, pagination)
+    return paged("Gate versions listed successfully.", gates.versions(id, query.page, query.limit), router)
 
 
 def _references(kind: str, id: str, query: ReferencesQuery, message: str) -> dict[str, Any]:
-    data, pagination = gates.list_references(kind, id, query.page, query.limit, *link_base(router))
-    return listed(message, data, pagination)
+    return paged(message, gates.list_references(kind, id, query.page, query.limit), router)
 
 
 @router.get(

@@ -9,8 +9,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import link_base
+from expconsole.api.envelope import ok, paged
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.holdouts import (
     HoldoutCreate,
@@ -46,8 +45,7 @@ def create_holdout(body: HoldoutCreate) -> tuple[dict[str, Any], int]:
     responses=responses(200, HoldoutListEnvelope, "A page of holdouts"),
 )
 def list_holdouts(query: Annotated[HoldoutListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = holdouts.list_holdouts(query, *link_base(router))
-    return listed("Holdouts listed successfully.", data, pagination)
+    return paged("Holdouts listed successfully.", holdouts.list_holdouts(query), router)
 
 
 @router.get(

@@ -9,8 +9,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged
+from expconsole.api.pagination import PageQuery
 from expconsole.models.common import Message
 from expconsole.models.layers import (
     LayerCreate,
@@ -44,8 +44,7 @@ def create_layer(body: LayerCreate) -> tuple[dict[str, Any], int]:
     BASE, tags=TAGS, summary="List layers", responses=responses(200, LayerListEnvelope, "A page of layers")
 )
 def list_layers(query: Annotated[LayerListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = layers.list_layers(query, *link_base(router))
-    return listed("Layers listed successfully.", data, pagination)
+    return paged("Layers listed successfully.", layers.list_layers(query), router)
 
 
 @router.get(ONE, tags=TAGS, summary="Read a layer", responses=responses(200, LayerEnvelope, "The layer", 404))
@@ -91,8 +90,11 @@ def delete_layer(id: str) -> dict[str, Any]:
     responses=responses(200, AnyListEnvelope, "The layer's experiments", 404),
 )
 def list_layer_experiments(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = layers.experiments(id, query.page, query.limit, *link_base(router))
-    return listed("Experiments listed successfully.", data, pagination)
+    # Imported here: only this route needs the experiment models in the layers function.
+    from expconsole.services import experiments
+
+    page = layers.experiments(id, query.page, query.limit, experiments.present)
+    return paged("Experiments listed successfully.", page, router)
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -10,8 +10,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok, warned
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged, warned
+from expconsole.api.pagination import PageQuery
 from expconsole.models.common import Message
 from expconsole.models.list_envelopes import AnyListEnvelope
 from expconsole.models.metrics import (
@@ -57,8 +57,7 @@ def create_metric(body: MetricCreate) -> tuple[dict[str, Any], int]:
 
 
 def _list(query: MetricListQuery) -> dict[str, Any]:
-    data, pagination = metrics.list_metrics(query, *link_base(router))
-    return listed("Metrics listed successfully.", data, pagination)
+    return paged("Metrics listed successfully.", metrics.list_metrics(query), router)
 
 
 @router.get(
@@ -120,8 +119,11 @@ def delete_metric(id: str) -> dict[str, Any]:
     responses=responses(200, MetricListEnvelope, "Versions", 404),
 )
 def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = metrics.versions(_metric_id(id), query.page, query.limit, *link_base(router))
-    return listed("Metric versions listed successfully.", data, pagination)
+    return paged(
+        "Metric versions listed successfully.",
+        metrics.versions(_metric_id(id), query.page, query.limit),
+        router,
+    )
 
 
 @router.put(
@@ -161,8 +163,11 @@ def unarchive(id: str) -> dict[str, Any]:
     responses=responses(200, AnyListEnvelope, "Experiments using the metric", 404),
 )
 def list_experiments(id: str, query: Annotated[MetricExperimentsQuery, Query()]) -> dict[str, Any]:
-    data, pagination = metrics.list_experiments(_metric_id(id), query, *link_base(router))
-    return listed("Experiments listed successfully.", data, pagination)
+    # Imported here: only this route needs the experiment models in the metrics function.
+    from expconsole.services import experiments
+
+    page = metrics.list_experiments(_metric_id(id), query, experiments.present)
+    return paged("Experiments listed successfully.", page, router)
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -9,8 +9,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import link_base
+from expconsole.api.envelope import ok, paged
 from expconsole.models.common import ArchiveBody, UnarchiveBody
 from expconsole.models.prompts import (
     PromptCreate,
@@ -31,8 +30,7 @@ TAGS = ["Prompts"]
     BASE, tags=TAGS, summary="List prompts", responses=responses(200, PromptListEnvelope, "A page of prompts")
 )
 def list_prompts(query: Annotated[PromptListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = prompts.list_prompts(query, *link_base(router))
-    return listed("Prompts listed successfully.", data, pagination)
+    return paged("Prompts listed successfully.", prompts.list_prompts(query), router)
 
 
 @router.post(

@@ -21,8 +21,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole import kinds, observability
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged
+from expconsole.api.pagination import PageQuery
 from expconsole.models.pulse import LoadPulseBody, LoadPulseEnvelope, LoadPulseQuery, PulseLoadListEnvelope
 from expconsole.services import pulse_loads
 
@@ -54,8 +54,9 @@ def _answer(outcome: tuple[str, dict[str, Any], bool]) -> tuple[dict[str, Any], 
     responses=responses(200, PulseLoadListEnvelope, "A page of loads", 404),
 )
 def pulse_load_history(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = pulse_loads.history(id, query.page, query.limit, *link_base(router))
-    return listed("Pulse load history listed successfully.", data, pagination)
+    return paged(
+        "Pulse load history listed successfully.", pulse_loads.history(id, query.page, query.limit), router
+    )
 
 
 HOLDOUT = "/console/v1/holdouts/<id>"
@@ -80,8 +81,11 @@ def load_holdout_pulse(
     responses=responses(200, PulseLoadListEnvelope, "A page of loads", 404),
 )
 def holdout_pulse_load_history(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = pulse_loads.history(id, query.page, query.limit, *link_base(router), kinds.HOLDOUT)
-    return listed("Pulse load history listed successfully.", data, pagination)
+    return paged(
+        "Pulse load history listed successfully.",
+        pulse_loads.history(id, query.page, query.limit, kinds.HOLDOUT),
+        router,
+    )
 
 
 app, http_handler = build(router, key_kind="console", instrumented=False)

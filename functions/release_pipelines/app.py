@@ -9,8 +9,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import link_base
+from expconsole.api.envelope import ok, paged
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.release_pipelines import (
     PipelineCreate,
@@ -34,8 +33,7 @@ TAGS = ["Release pipelines"]
     responses=responses(200, PipelineListEnvelope, "A page of pipelines"),
 )
 def list_pipelines(query: Annotated[PipelineListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = pipelines.list_pipelines(query, *link_base(router))
-    return listed("Release pipelines listed successfully.", data, pagination)
+    return paged("Release pipelines listed successfully.", pipelines.list_pipelines(query), router)
 
 
 @router.post(

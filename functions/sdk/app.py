@@ -23,7 +23,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole import context
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.errors import BadRequest, NotFound, RangeNotSatisfiable, ServiceUnavailable
+from expconsole.api.errors import BadRequest, NotFound, RangeNotSatisfiable, ServiceUnavailable, body_of
 from expconsole.models.sdk import (
     Accepted,
     CheckGateAnswer,
@@ -188,7 +188,7 @@ def id_list_file(segment: str, file_id: str):
         return Response(
             416,
             content_types.APPLICATION_JSON,
-            json.dumps(error.body()),
+            json.dumps(body_of(error)),
             headers={"Content-Range": f"bytes */{size}"},
         )
     headers = {"Content-Length": str(len(data)), "Accept-Ranges": "bytes"}

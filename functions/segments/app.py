@@ -9,8 +9,8 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged
+from expconsole.api.pagination import PageQuery, link_base, pagination_of
 from expconsole.models.common import ArchiveBody, Message
 from expconsole.models.segments import (
     IdListEnvelope,
@@ -36,8 +36,7 @@ TAGS = ["Segments"]
     responses=responses(200, SegmentListEnvelope, "A page of segments"),
 )
 def list_segments(query: Annotated[SegmentListQuery, Query()]) -> dict[str, Any]:
-    data, pagination = segments.list_segments(query, *link_base(router))
-    return listed("Segments listed successfully.", data, pagination)
+    return paged("Segments listed successfully.", segments.list_segments(query), router)
 
 
 @router.post(
@@ -93,7 +92,8 @@ def set_rules(id: str, body: SegmentRules) -> dict[str, Any]:
     responses=responses(200, IdListEnvelope, "A page of ids", 404),
 )
 def get_ids(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = segments.get_ids(id, query.page, query.limit, *link_base(router))
+    data, page = segments.get_ids(id, query.page, query.limit)
+    pagination = pagination_of(page, *link_base(router))
     return {"message": "Segment ids read successfully.", "data": data, "pagination": pagination}
 
 

@@ -15,8 +15,8 @@ from pydantic import BaseModel
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import listed, ok
-from expconsole.api.pagination import PageQuery, link_base
+from expconsole.api.envelope import ok, paged
+from expconsole.api.pagination import PageQuery
 from expconsole.models.common import Message
 from expconsole.models.warehouse_sources import (
     AssignmentSourceCreate,
@@ -77,8 +77,7 @@ def _create_responses(model: type[BaseModel]) -> dict[int, Any]:
     responses=responses(200, QualifyingEventListEnvelope, "A page of qualifying event sources"),
 )
 def list_qualifying_events(query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = sources.list_qualifying_events(query, *link_base(router))
-    return listed("Qualifying events listed successfully.", data, pagination)
+    return paged("Qualifying events listed successfully.", sources.list_qualifying_events(query), router)
 
 
 @router.post(
@@ -133,8 +132,7 @@ def delete_qualifying_event(name: str) -> dict[str, Any]:
     responses=responses(200, AssignmentSourceListEnvelope, "A page of assignment sources"),
 )
 def list_assignment_sources(query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    data, pagination = sources.list_assignment_sources(query, *link_base(router))
-    return listed("Assignment sources listed successfully.", data, pagination)
+    return paged("Assignment sources listed successfully.", sources.list_assignment_sources(query), router)
 
 
 @router.post(

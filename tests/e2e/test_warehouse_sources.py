@@ -588,10 +588,11 @@ def test_skip_validation_checks_columns_against_all_columns(api: requests.Sessio
     assert_error(api.post(QE, json=body), 400, "sql")
 
 
-def test_source_too_large_to_store_is_400(api: requests.Session) -> None:
-    # 30,000 astral characters are 12 characters each once stored as escaped JSON.
+def test_source_too_large_to_store_is_413(api: requests.Session) -> None:
+    # 30,000 astral characters are 12 bytes each once stored as escaped JSON: as for every kind,
+    # the stored size is a 413 counted in bytes.
     sql = QE_SQL + " -- " + "\U0001f600" * 30_000
-    body = assert_error(api.post(QE, json=qe_body(sql=sql)), 400)
+    body = assert_error(api.post(QE, json=qe_body(sql=sql)), 413)
     assert "too large" in body["message"]
 
 

@@ -7,18 +7,19 @@ from typing import Any
 
 import pytest
 
-from expconsole.api.errors import BadRequest
+from expconsole.api.errors import status_of
+from expconsole.errors import Invalid
 from expconsole.services import json_values as jv
 
 
-def refused(call: Any, *args: Any) -> BadRequest:
-    with pytest.raises(BadRequest) as info:
+def refused(call: Any, *args: Any) -> Invalid:
+    with pytest.raises(Invalid) as info:
         call(*args)
-    assert info.value.status == 400
+    assert status_of(info.value) == 400
     return info.value
 
 
-def fields(error: BadRequest) -> list[str]:
+def fields(error: Invalid) -> list[str]:
     return [e["field"] for e in error.errors]
 
 

@@ -12,9 +12,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any, NoReturn
+
+from expconsole_tools.local.command_backend import backend_context
 
 DEFAULT_STACK_NAME = "expconsole"
 
@@ -283,51 +283,6 @@ def _exit_now(status: int) -> NoReturn:
     os._exit(status)
 
 
-@contextlib.contextmanager
-def backend_context(args: argparse.Namespace) -> Iterator[str]:
-    """Point this process at the table and bucket for the block (keys, import, pulse); yields where.
-
-    Locally that is the backend of a server running on the data dir (so the write is journaled
-    by it), or else the data dir's backend started here for the block.
-    """
-    from expconsole_tools.local.backend import (
-        DataDirBusy,
-        EmbeddedBackend,
-        aws_resources,
-        running_backend,
-        use_backend,
-    )
-
-    if args.aws:
-        table, bucket = aws_resources(args.stack_name)
-        restore = use_backend(None, table, bucket)
-        try:
-            yield f"table {table}"
-        finally:
-            restore()
-        return
-    from expconsole_tools.local.server import DEFAULT_DATA_DIR
-
-    data_dir = Path(args.data_dir or DEFAULT_DATA_DIR)
-    backend = EmbeddedBackend(data_dir)
-    try:
-        backend.start()
-    except DataDirBusy:
-        info = running_backend(data_dir)
-        if info is None:
-            raise
-        restore = use_backend(info["endpoint"], info["tableName"], info["eventsBucket"])
-        try:
-            yield f"the server running on {data_dir} (pid {info['pid']})"
-        finally:
-            restore()
-        return
-    try:
-        yield str(data_dir)
-    finally:
-        backend.stop()
-
-
 def _keys_create(args: argparse.Namespace) -> int:
     from expconsole.services import keys
 
@@ -382,7 +337,8 @@ def _pulse(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from expconsole import kinds
-    from expconsole.api.errors import ApiError
+    from expconsole.api.errors import status_of
+    from expconsole.errors import DomainError
     from expconsole.services import pulse_loads
     from expconsole.services.pulse import run
 
@@ -419,9 +375,9 @@ def _pulse(args: argparse.Namespace) -> int:
                     creator="expconsole pulse",
                     progress=progress,
                 )
-            except ApiError as exc:
+            except DomainError as exc:
                 bar.close()
-                print(f"{kinds.LABEL[kind]} {entity_id}: {exc.status} {exc}", file=sys.stderr)
+                print(f"{kinds.LABEL[kind]} {entity_id}: {status_of(exc)} {exc}", file=sys.stderr)
                 failures += 1
                 continue
             bar.close()

@@ -105,7 +105,7 @@ def _note(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Upload, have each file imported, print the reports' totals; the exit status."""
     from expconsole.services.imports import SUPPORTED
-    from expconsole_tools.cli import backend_context
+    from expconsole_tools.local.command_backend import backend_context
 
     root = Path(args.dir)
     if not root.is_dir():

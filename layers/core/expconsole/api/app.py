@@ -19,8 +19,17 @@ from pydantic import BaseModel
 
 from expconsole import aws, context, observability
 from expconsole.api import auth
-from expconsole.api.errors import ApiError, BadRequest, NotFound, PayloadTooLarge, ServiceUnavailable
+from expconsole.api.errors import (
+    ApiError,
+    BadRequest,
+    NotFound,
+    PayloadTooLarge,
+    ServiceUnavailable,
+    body_of,
+    status_of,
+)
 from expconsole.api.validation import field_errors
+from expconsole.errors import DomainError
 from expconsole.store.dynamo import StoreTooLarge, StoreUnavailable
 
 logger = observability.logger
@@ -31,19 +40,19 @@ Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 MAX_CONSOLE_BODY_BYTES = 1_048_576
 
 
-def error_response(error: ApiError) -> Response:
+def error_response(error: DomainError) -> Response:
     return Response(
-        status_code=error.status,
+        status_code=status_of(error),
         content_type=content_types.APPLICATION_JSON,
-        body=json.dumps(error.body()),
+        body=json.dumps(body_of(error)),
     )
 
 
-def _gateway_response(error: ApiError, headers: dict[str, str] | None = None) -> dict[str, Any]:
+def _gateway_response(error: DomainError, headers: dict[str, str] | None = None) -> dict[str, Any]:
     return {
-        "statusCode": error.status,
+        "statusCode": status_of(error),
         "headers": {"Content-Type": content_types.APPLICATION_JSON, **(headers or {})},
-        "body": json.dumps(error.body()),
+        "body": json.dumps(body_of(error)),
         "isBase64Encoded": False,
     }
 
@@ -56,7 +65,7 @@ def _base_url(event: dict[str, Any]) -> str:
     return f"{proto}://{host}" if host else ""
 
 
-def _has_json_body_problem(event: dict[str, Any]) -> ApiError | None:
+def _has_json_body_problem(event: dict[str, Any]) -> DomainError | None:
     if not event.get("body"):
         return None
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
@@ -89,8 +98,8 @@ def build(
 
     app.use([_refuse_unknown_query])
 
-    @app.exception_handler(ApiError)
-    def _api_error(exc: ApiError) -> Response:
+    @app.exception_handler(DomainError)
+    def _domain_error(exc: DomainError) -> Response:
         return error_response(exc)
 
     @app.exception_handler(RequestValidationError)

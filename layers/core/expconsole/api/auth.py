@@ -8,19 +8,26 @@ answer a bare 403 for a denied request).
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
-import secrets
-from typing import Any, Literal
+from typing import Any
 
 from expconsole.api.errors import ApiError, Forbidden, Unauthorized
+from expconsole.key_hashes import PREFIX, KeyKind, generate_key, hash_key, hashes_match
 
-KeyKind = Literal["console", "server"]
+__all__ = [
+    "PREFIX",
+    "KeyKind",
+    "check",
+    "generate_key",
+    "hash_key",
+    "hashes_match",
+    "header_value",
+    "mask_keys",
+]
+
 HEADER = "service-api-key"
 # The Statsig SDKs send their key here; the SDK protocol routes accept either header.
 SDK_HEADER = "statsig-api-key"
-PREFIX: dict[str, str] = {"console": "console-", "server": "secret-"}
 UNKNOWN = "unknown"
 
 
@@ -31,20 +38,6 @@ def mask_keys(text: str) -> str:
     """`text` with anything shaped like one of our keys masked, for logs (the SDK protocol puts the
     server secret in its paths: `/v1/download_config_specs/<key>.json`)."""
     return _KEY_PATTERN.sub(r"\1-***", text)
-
-
-def generate_key(kind: KeyKind) -> str:
-    """A new key: a kind prefix and 256 bits of randomness."""
-    return PREFIX[kind] + secrets.token_urlsafe(32)
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()
-
-
-def hashes_match(stored_hash: str, presented_key: str) -> bool:
-    """Constant-time comparison of a stored hash with the hash of a presented key."""
-    return hmac.compare_digest(stored_hash.encode(), hash_key(presented_key).encode())
 
 
 def header_value(headers: dict[str, Any] | None) -> str | None:

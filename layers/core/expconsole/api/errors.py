@@ -1,39 +1,50 @@
-"""Errors a client can act on, rendered as `{status, message, errors}`."""
+"""Errors as HTTP answers: `{status, message, errors}`.
+
+The one place a status is chosen. Services raise the domain's errors (`expconsole.errors`), which
+`STATUS` maps; `ApiError` is for what only HTTP knows of (authentication, methods, media types).
+The HTTP names (`BadRequest`, `PayloadTooLarge`, `ServiceUnavailable`) are the domain errors
+under the name the API layer's own checks read best with.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from expconsole.errors import Conflict, DomainError, Invalid, NotFound, TooLarge, Unavailable
 
-class ApiError(Exception):
-    """An error with an HTTP status and a message that names the field and the rule."""
+__all__ = [
+    "STATUS",
+    "ApiError",
+    "BadRequest",
+    "Conflict",
+    "Forbidden",
+    "MethodNotAllowed",
+    "NotFound",
+    "PayloadTooLarge",
+    "RangeNotSatisfiable",
+    "ServiceUnavailable",
+    "Unauthorized",
+    "body_of",
+    "status_of",
+]
+
+STATUS: dict[type[DomainError], int] = {
+    Invalid: 400,
+    NotFound: 404,
+    Conflict: 409,
+    TooLarge: 413,
+    Unavailable: 503,
+}
+
+BadRequest = Invalid
+PayloadTooLarge = TooLarge
+ServiceUnavailable = Unavailable
+
+
+class ApiError(DomainError):
+    """An error only HTTP has a word for; its status is its class's (or set on the instance)."""
 
     status = 500
-
-    def __init__(self, message: str, errors: list[dict[str, str]] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.errors = errors or []
-
-    def body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status, "message": self.message}
-        if self.errors:
-            out["errors"] = self.errors
-        return out
-
-
-class BadRequest(ApiError):
-    status = 400
-
-    @classmethod
-    def field(cls, field: str, message: str) -> BadRequest:
-        """A 400 about one field: the message and the errors list both name it."""
-        return cls(f"{field}: {message}", [{"field": field, "message": message}])
-
-    @classmethod
-    def fields(cls, errors: list[dict[str, str]]) -> BadRequest:
-        summary = "; ".join(f"{e['field']}: {e['message']}" if e["field"] else e["message"] for e in errors)
-        return cls(f"Invalid request: {summary}", errors)
 
 
 class Unauthorized(ApiError):
@@ -44,25 +55,27 @@ class Forbidden(ApiError):
     status = 403
 
 
-class NotFound(ApiError):
-    status = 404
-
-
 class MethodNotAllowed(ApiError):
     status = 405
-
-
-class Conflict(ApiError):
-    status = 409
-
-
-class PayloadTooLarge(ApiError):
-    status = 413
 
 
 class RangeNotSatisfiable(ApiError):
     status = 416
 
 
-class ServiceUnavailable(ApiError):
-    status = 503
+def status_of(error: DomainError) -> int:
+    """The HTTP status of an error: its own for an ApiError, else the nearest mapped class's."""
+    if isinstance(error, ApiError):
+        return error.status
+    for cls in type(error).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
+
+
+def body_of(error: DomainError) -> dict[str, Any]:
+    """The contract's error body."""
+    out: dict[str, Any] = {"status": status_of(error), "message": error.message}
+    if error.errors:
+        out["errors"] = error.errors
+    return out

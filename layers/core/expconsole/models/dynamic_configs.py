@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, field_validator
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import (
     Description,
     EntityName,
@@ -24,6 +23,7 @@ from expconsole.models.base import (
     Tag,
 )
 from expconsole.models.common import Owner, OwnerIn
+from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RuleFields, RuleOut, RulePatch, _percentage
 
 MAX_TEXT_CHARS = 100_000  # kept equal to json_values.MAX_TEXT_CHARS (not imported: it is lazy)

@@ -34,8 +34,8 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, RootModel
 
-from expconsole.api.pagination import PageQuery
 from expconsole.models.base import Number, RequestModel, ResponseModel
+from expconsole.models.pagination import PageQuery
 
 MAX_EVENTS = 2000
 MAX_BODY_BYTES = 1024 * 1024

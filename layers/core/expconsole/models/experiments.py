@@ -23,7 +23,6 @@ from pydantic import (
     field_validator,
 )
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import (
     Description,
     Number,
@@ -35,6 +34,7 @@ from expconsole.models.base import (
     Tag,
 )
 from expconsole.models.common import EventWarning, MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
+from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RuleFields, RuleOut
 
 # --- scalar types ------------------------------------------------------------------------------------

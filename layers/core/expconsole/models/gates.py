@@ -6,7 +6,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import (
     Description,
     EntityName,
@@ -19,6 +18,7 @@ from expconsole.models.base import (
     Tag,
 )
 from expconsole.models.common import MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
+from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RuleFields, RuleOut, RulePatch
 
 GateId = Annotated[

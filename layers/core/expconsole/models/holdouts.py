@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import (
     Description,
     Number,
@@ -25,6 +24,7 @@ from expconsole.models.base import (
     Tag,
 )
 from expconsole.models.common import MetricRef, Owner, OwnerIn
+from expconsole.models.pagination import PageQuery, Pagination
 
 MAX_EXPERIMENTS = 49  # + the holdout itself = 50 entities, one transaction (store.dynamo)
 MAX_GATES = 100

@@ -11,7 +11,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import (
     Description,
     PatchModel,
@@ -21,6 +20,7 @@ from expconsole.models.base import (
     Tag,
 )
 from expconsole.models.common import Owner, OwnerIn
+from expconsole.models.pagination import PageQuery, Pagination
 
 MAX_PARAMETERS = 100
 

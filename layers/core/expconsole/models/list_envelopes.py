@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from expconsole.api.pagination import Pagination
 from expconsole.models.base import ResponseModel
+from expconsole.models.pagination import Pagination
 
 
 class AnyListEnvelope(ResponseModel):

@@ -50,7 +50,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import (
     Description,
     Number,
@@ -61,6 +60,7 @@ from expconsole.models.base import (
     Tag,
 )
 from expconsole.models.common import EventWarning, MetricRef
+from expconsole.models.pagination import PageQuery, Pagination
 
 MetricType = Literal[
     "sum",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import (
     Description,
     EntityName,
@@ -21,6 +20,7 @@ from expconsole.models.base import (
     Tag,
 )
 from expconsole.models.common import Owner, OwnerIn
+from expconsole.models.pagination import PageQuery, Pagination
 
 
 class PromptCreate(RequestModel):

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from expconsole.api.pagination import Pagination
 from expconsole.models.base import QueryBool, RequestModel, ResponseModel
+from expconsole.models.pagination import Pagination
 
 ReloadType = Literal["full", "incremental", "metric"]
 FinishedState = Literal["success", "failure", "partial_failure", "cancelled", "timeout"]

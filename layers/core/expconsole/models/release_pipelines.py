@@ -16,8 +16,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import PatchModel, QueryBool, RequestModel, ResponseModel
+from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import Condition, ConditionOut
 
 MAX_PHASES = 100

@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, RootModel, StringConstraints, model_validator
 
-from expconsole.api.pagination import PageQuery, Pagination
 from expconsole.models.base import Description, QueryBool, RequestModel, ResponseModel, Tag
+from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RuleFields, RuleOut
 
 MAX_RULES = 500

@@ -24,9 +24,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
 from pydantic_core import PydanticCustomError
 
-from expconsole.api.pagination import Pagination
 from expconsole.models.base import Description, EntityName, PatchModel, RequestModel, ResponseModel, Tag
 from expconsole.models.common import Owner, OwnerIn
+from expconsole.models.pagination import Pagination
 
 MAX_SQL = 50_000
 MAX_COLUMN = 300

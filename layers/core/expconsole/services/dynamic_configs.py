@@ -51,8 +51,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest, NotFound, PayloadTooLarge
-from expconsole.api.pagination import DEFAULT_LIMIT, paginate
+from expconsole.errors import Invalid, NotFound, TooLarge
 from expconsole.models.dynamic_configs import (
     DynamicConfigCreate,
     DynamicConfigListQuery,
@@ -61,26 +60,28 @@ from expconsole.models.dynamic_configs import (
     DynamicConfigRulePatch,
     DynamicConfigUpdate,
 )
+from expconsole.models.pagination import DEFAULT_LIMIT, Page, page_of
 from expconsole.services import entities, json_values
+from expconsole.services.common import lifecycle, size
+from expconsole.services.common import patch as partial
+from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
 KIND = kinds.DYNAMIC_CONFIG
-MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
+MAX_STORED_BYTES = size.MAX_STORED_BYTES
 # Answered only when set (the contract types them as plain strings, not "or null").
 OPTIONAL_FIELDS = ("schema", "schemaJson5", "releasePipelineID", "team", "teamID")
 VALUE_KEYS = ("returnValue", "returnValueJson5", "variants")
 _UNSENT = object()
-# As in services.gates (not imported from there: it would load the gate models on cold start).
-GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
-SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
+_RULE_OPTIONAL = ("completedAutomatedRollouts", "pendingAutomatedRollouts")
 
 
 # --- derived fields ---------------------------------------------------------------------------
 
 
 def status_of(doc: Doc) -> str:
-    if doc.get("_state", {}).get("archived"):
+    if lifecycle.is_archived(doc):
         return "Archived"
     return "Enabled" if doc["isEnabled"] else "Disabled"
 
@@ -128,9 +129,9 @@ def _variants(sent: list[Doc] | None, existing_rule: Doc | None, where: str) -> 
         if variant.get("id") is not None:
             match = next((v for v in stored if variant["id"] == v["id"]), None)
             if match is None:
-                raise BadRequest.field(f"{vwhere}.id", f"no variant with id {variant['id']!r} on this rule")
+                raise Invalid.field(f"{vwhere}.id", f"no variant with id {variant['id']!r} on this rule")
             if match["id"] in seen:
-                raise BadRequest.field(f"{vwhere}.id", f"variant {match['id']!r} appears twice")
+                raise Invalid.field(f"{vwhere}.id", f"variant {match['id']!r} appears twice")
         variant_id = match["id"] if match else entities.new_id()
         seen.add(variant_id)
         value, text = _value(variant, match, vwhere)
@@ -147,17 +148,7 @@ def _variants(sent: list[Doc] | None, existing_rule: Doc | None, where: str) -> 
 
 
 def _rule_doc(data: Doc, rule_id: str, base_id: str, existing: Doc | None, where: str) -> Doc:
-    out: Doc = {
-        "id": rule_id,
-        "baseID": base_id,
-        "name": data["name"],
-        "passPercentage": data["passPercentage"],
-        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
-        "environments": data.get("environments"),
-    }
-    for key in ("completedAutomatedRollouts", "pendingAutomatedRollouts"):
-        if data.get(key) is not None:
-            out[key] = data[key]
+    out = rules_common.rule_doc(data, rule_id, base_id, _RULE_OPTIONAL)
     out["returnValue"], out["returnValueJson5"] = _value(data, existing, where)
     variants = _variants(data.get("variants"), existing, where)
     if variants:
@@ -165,45 +156,22 @@ def _rule_doc(data: Doc, rule_id: str, base_id: str, existing: Doc | None, where
     return out
 
 
-def _find_rule(rules: list[Doc], rule_id: str) -> int | None:
-    for index, rule in enumerate(rules):
-        if rule_id in (rule["id"], rule.get("baseID")):
-            return index
-    return None
+_find_rule = rules_common.find_rule
 
 
 def _stored_rules(given: Sequence[DynamicConfigRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
     """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones."""
-    out: list[Doc] = []
-    seen: set[str] = set()
-    for index, rule in enumerate(given):
-        where = f"{field}[{index}]"
-        stored = None
-        if rule.id is not None:
-            found = _find_rule(existing, rule.id)
-            if found is None:
-                raise BadRequest.field(f"{where}.id", f"no rule with id {rule.id!r} on this dynamic config")
-            stored = existing[found]
-            rule_id, base_id = stored["id"], stored["baseID"]
-        else:
-            rule_id = entities.new_id()
-            base_id = rule_id
-        if rule_id in seen:
-            raise BadRequest.field(f"{where}.id", f"rule {rule_id!r} appears twice")
-        seen.add(rule_id)
-        out.append(_rule_doc(rule.model_dump(mode="json"), rule_id, base_id, stored, where))
-    return out
+    ids = rules_common.assign_ids((r.id for r in given), existing, field, "dynamic config")
+    return [
+        _rule_doc(rule.model_dump(mode="json"), rule_id, base_id, stored, f"{field}[{index}]")
+        for index, (rule, (rule_id, base_id, stored)) in enumerate(zip(given, ids, strict=True))
+    ]
 
 
 def _check_references(placed: Iterable[tuple[str, Doc]]) -> None:
     """Gate and segment conditions must name existing entities."""
     for where, rule in placed:
-        for c_index, cond in enumerate(rule["conditions"]):
-            field = f"{_prefix(where)}conditions[{c_index}].targetValue"
-            if cond["type"] in GATE_REFERENCE_TYPES:
-                entities.require_exists(kinds.GATE, cond["targetValue"], field)
-            elif cond["type"] in SEGMENT_REFERENCE_TYPES:
-                entities.require_exists(kinds.SEGMENT, cond["targetValue"], field)
+        rules_common.check_condition_targets(rule, where)
 
 
 def _rule_sites(rule: Doc, where: str) -> Iterator[tuple[str, Any]]:
@@ -238,19 +206,14 @@ def _check_text_budget(texts: Iterable[str | None]) -> None:
     """Refuse, before parsing any of it, more text than a stored config could hold."""
     total = sum(len(text) for text in texts if text)
     if total > MAX_STORED_BYTES:
-        raise PayloadTooLarge(
+        raise TooLarge(
             f"The request carries {total} characters of JSON5 and schema text; a dynamic config "
             f"holds at most {MAX_STORED_BYTES} bytes as stored."
         )
 
 
 def _check_size(doc: Doc) -> None:
-    size = len(json.dumps(doc, separators=(",", ":")).encode())  # as the store writes it
-    if size > MAX_STORED_BYTES:
-        raise PayloadTooLarge(
-            f"The dynamic config would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
-            "Shorten its values, schema or rules."
-        )
+    size.check_stored_size(doc, "dynamic config", "Shorten its values, schema or rules.")
 
 
 def _resolve_schema(schema: Any, schema_json5: Any) -> tuple[str | None, str | None]:
@@ -261,7 +224,7 @@ def _resolve_schema(schema: Any, schema_json5: Any) -> tuple[str | None, str | N
     if any(v is None for v in sent.values()):
         nulled = next(k for k, v in sent.items() if v is None)
         other = "schemaJson5" if nulled == "schema" else "schema"
-        raise BadRequest.field(
+        raise Invalid.field(
             nulled, f"cannot be null while {other} sets a schema; send null for both to remove it"
         )
     resolved = json_values.resolve_schema(sent.get("schema"), sent.get("schemaJson5"))
@@ -275,7 +238,7 @@ def _resolve_schema(schema: Any, schema_json5: Any) -> tuple[str | None, str | N
 def create(body: DynamicConfigCreate) -> Doc:
     config_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(config_id) <= 100:
-        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+        raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     _check_text_budget([body.defaultValueJson5, body.schema_, body.schemaJson5, *_rule_texts(body.rules)])
     default = json_values.resolve_object(
         body.defaultValue, body.defaultValueJson5, "defaultValue", "defaultValueJson5"
@@ -341,30 +304,27 @@ def _matches(config: Doc, doc: Doc, q: DynamicConfigListQuery) -> bool:
     return all(checks)
 
 
-def list_configs(q: DynamicConfigListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_configs(q: DynamicConfigListQuery) -> Page[Doc]:
     matching = []
     for doc in dynamo.list_all(KIND):
         config = present(doc)
         if _matches(config, doc, q):
             matching.append(config)
-    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(matching, page=q.page, limit=q.limit)
 
 
-def versions(
-    config_id: str, page: int, limit: int, path: str, raw_query: str
-) -> tuple[list[Doc], dict[str, Any]]:
+def versions(config_id: str, page: int, limit: int) -> Page[Doc]:
     snapshots = dynamo.versions(KIND, config_id)
     if not snapshots:
         entities.load(KIND, config_id)  # 404 when the config does not exist
-    return paginate([present(s) for s in snapshots], page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of([present(s) for s in snapshots], page=page, limit=limit)
 
 
 # --- updates -----------------------------------------------------------------------------------
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if doc.get("_state", {}).get("archived"):
-        raise BadRequest(f"Dynamic config {doc['id']!r} is archived: unarchive it before changing it.")
+    lifecycle.refuse_if_archived(doc, "Dynamic config")
 
 
 def _apply_changes(doc: Doc, changes: DynamicConfigPatch | DynamicConfigUpdate) -> None:
@@ -405,6 +365,9 @@ def full_update(config_id: str, body: DynamicConfigUpdate) -> Doc:
 
 
 def patch(config_id: str, body: DynamicConfigPatch) -> Doc:
+    stored = partial.unchanged(KIND, config_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return present(entities.update(KIND, config_id, lambda d: _apply_changes(d, body), body.version))
 
 
@@ -423,28 +386,11 @@ def disable(config_id: str) -> Doc:
 
 def archive(config_id: str, force: bool, reason: str | None) -> Doc:
     """Archive (soft). `force` is accepted for the peer's sake: nothing refers to a config."""
-
-    def change(doc: Doc) -> None:
-        if doc["_state"].get("archived"):
-            raise BadRequest(f"Dynamic config {config_id!r} is already archived.")
-        doc["_state"] = {
-            **doc["_state"],
-            "archived": True,
-            "archiveReason": reason,
-            "forceArchive": force,
-            "archivedTime": entities.now_ms(),
-        }
-
-    return present(entities.update(KIND, config_id, change))
+    return present(lifecycle.archive(KIND, config_id, reason, label="Dynamic config"))
 
 
 def unarchive(config_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not doc["_state"].get("archived"):
-            raise BadRequest(f"Dynamic config {config_id!r} is not archived.")
-        doc["_state"] = {"archived": False}
-
-    return present(entities.update(KIND, config_id, change))
+    return present(lifecycle.unarchive(KIND, config_id, label="Dynamic config"))
 
 
 def delete(config_id: str) -> None:
@@ -455,10 +401,10 @@ def delete(config_id: str) -> None:
 # --- rule endpoints ----------------------------------------------------------------------------
 
 
-def get_rules(config_id: str, path: str) -> tuple[list[Doc], dict[str, Any]]:
+def get_rules(config_id: str) -> Page[Doc]:
     """The peer's shape: one item `{rules}` in a paginated list."""
     rules = entities.load(KIND, config_id)["rules"]
-    return paginate([{"rules": rules}], page=1, limit=DEFAULT_LIMIT, path=path)
+    return page_of([{"rules": rules}], page=1, limit=DEFAULT_LIMIT)
 
 
 def get_rule(config_id: str, rule_id: str) -> Doc:
@@ -477,7 +423,7 @@ def add_rules(config_id: str, rules: list[DynamicConfigRule], one: bool = False)
 
     for index, rule in enumerate(rules):
         if rule.id is not None or rule.baseID is not None:
-            raise BadRequest.field(
+            raise Invalid.field(
                 f"{_prefix(where(index))}id", "new rules get their id from the service; leave it out"
             )
     _check_text_budget(_rule_texts(rules))
@@ -516,10 +462,10 @@ def update_rules(config_id: str, updates: list[DynamicConfigRulePatch]) -> Doc:
         for index, update in enumerate(updates):
             where = f"rules[{index}]"
             if update.id is None:
-                raise BadRequest.field(f"{where}.id", "is required: it names the rule to update")
+                raise Invalid.field(f"{where}.id", "is required: it names the rule to update")
             found = _find_rule(rules, update.id)
             if found is None:
-                raise BadRequest.field(f"{where}.id", f"no rule with id {update.id!r} on this dynamic config")
+                raise Invalid.field(f"{where}.id", f"no rule with id {update.id!r} on this dynamic config")
             rules[found] = _merge_rule(rules[found], update, where)
             placed.append((where, rules[found]))
         _check_references(placed)
@@ -539,7 +485,7 @@ def update_rule(config_id: str, rule_id: str, update: DynamicConfigRulePatch) ->
         if found is None:
             raise _rule_missing(config_id, rule_id)
         if update.id is not None and _find_rule([doc["rules"][found]], update.id) is None:
-            raise BadRequest.field("id", f"names another rule than {rule_id!r}; leave it out")
+            raise Invalid.field("id", f"names another rule than {rule_id!r}; leave it out")
         rules = list(doc["rules"])
         rules[found] = _merge_rule(rules[found], update, "")
         _check_references([("", rules[found])])

@@ -11,13 +11,21 @@ import secrets
 import string
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from expconsole import config, context, kinds
-from expconsole.api.errors import BadRequest, Conflict, NotFound
+from expconsole.errors import Conflict, Invalid, NotFound
 from expconsole.store import dynamo
 
 Doc = dict[str, Any]
+
+
+class Presenter(Protocol):
+    """How a service shows an entity of its kind to another service listing them (its `present`)."""
+
+    def __call__(self, doc: Doc, *, now: int | None = ...) -> Doc: ...
+
+
 _ALPHABET = string.ascii_letters + string.digits
 
 
@@ -73,11 +81,6 @@ def bookkeeping(creator_id: str | None = None, creator_email: str | None = None)
     }
 
 
-def is_archived(doc: Doc) -> bool:
-    """Archived, whichever way the entity records it (a `_state` flag or an `archived` status)."""
-    return bool(doc.get("_state", {}).get("archived")) or doc.get("status") == "archived"
-
-
 def public(doc: Doc) -> Doc:
     return {k: v for k, v in doc.items() if not k.startswith("_")}
 
@@ -89,10 +92,18 @@ def load(kind: str, entity_id: str) -> Doc:
     return doc
 
 
+def current(kind: str, entity_id: str, expected_version: int | None = None) -> Doc:
+    """The stored entity, after checking it is still at the version the client read (409 if not)."""
+    doc = load(kind, entity_id)
+    if expected_version is not None and expected_version != int(doc["version"]):
+        raise _stale(kind, entity_id, expected_version, int(doc["version"]))
+    return doc
+
+
 def require_exists(kind: str, entity_id: str, field: str) -> None:
     """A reference must name an existing entity: else a 400 naming the field."""
     if dynamo.get(kind, entity_id) is None:
-        raise BadRequest.field(field, f"{kinds.LABEL[kind].lower()} {entity_id!r} does not exist")
+        raise Invalid.field(field, f"{kinds.LABEL[kind].lower()} {entity_id!r} does not exist")
 
 
 def insert(kind: str, entity_id: str, doc: Doc) -> Doc:

@@ -23,8 +23,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest, NotFound
-from expconsole.api.pagination import paginate
+from expconsole.errors import Invalid, NotFound
 from expconsole.models.events import (
     DEFAULT_WINDOW_DAYS,
     MAX_WINDOW_DAYS,
@@ -32,6 +31,7 @@ from expconsole.models.events import (
     logged_record,
 )
 from expconsole.models.metrics import lineage, parse_date
+from expconsole.models.pagination import Page, page_of
 from expconsole.store import dynamo, event_counters, s3
 
 MAX_SCANNED_EVENTS = 200_000
@@ -46,22 +46,22 @@ def window(q: EventListQuery, today: date | None = None) -> list[str]:
         # tomorrow too: ingestion takes timestamps up to a day ahead
         return [(today - timedelta(days=i)).isoformat() for i in range(-1, n)]
     if q.days is not None:
-        raise BadRequest.field("days", "give either days or startDate/endDate, not both")
+        raise Invalid.field("days", "give either days or startDate/endDate, not both")
     try:
         start = parse_date(q.startDate)
     except ValueError as exc:
-        raise BadRequest.field("startDate", str(exc)) from None
+        raise Invalid.field("startDate", str(exc)) from None
     try:
         end = parse_date(q.endDate)
     except ValueError as exc:
-        raise BadRequest.field("endDate", str(exc)) from None
+        raise Invalid.field("endDate", str(exc)) from None
     end = end or today
     start = start or end - timedelta(days=DEFAULT_WINDOW_DAYS - 1)
     if start > end:
-        raise BadRequest.field("startDate", "must not be after endDate")
+        raise Invalid.field("startDate", "must not be after endDate")
     span = (end - start).days + 1
     if span > MAX_WINDOW_DAYS:
-        raise BadRequest.field("endDate", f"the window is {span} days; at most {MAX_WINDOW_DAYS}")
+        raise Invalid.field("endDate", f"the window is {span} days; at most {MAX_WINDOW_DAYS}")
     return [(end - timedelta(days=i)).isoformat() for i in range(span)]
 
 
@@ -76,25 +76,23 @@ def _records(days: list[str], name: str | None) -> list[dict[str, Any]]:
         for chunk in pool.map(_read, keys):
             lines.extend(chunk if name is None else (line for line in chunk if line.get("event") == name))
             if len(lines) > MAX_SCANNED_EVENTS:
-                raise BadRequest.field(
+                raise Invalid.field(
                     "days", f"more than {MAX_SCANNED_EVENTS} events in the window; ask for fewer days"
                 )
     lines.sort(key=lambda line: (-int(line.get("timestamp", 0)), line.get("event", "")))
     return [logged_record(line) for line in lines]
 
 
-def list_events(q: EventListQuery, path: str, raw_query: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def list_events(q: EventListQuery) -> Page[dict[str, Any]]:
     records = _records(window(q), None)
-    return paginate(records, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(records, page=q.page, limit=q.limit)
 
 
-def list_event_records(
-    name: str, q: EventListQuery, path: str, raw_query: str
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def list_event_records(name: str, q: EventListQuery) -> Page[dict[str, Any]]:
     seen = {item["date"] for item in event_counters.for_event(name)}
     days = [day for day in window(q) if day in seen]
     records = _records(days, name) if days else []
-    return paginate(records, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(records, page=q.page, limit=q.limit)
 
 
 def summary(name: str) -> dict[str, Any]:
@@ -116,9 +114,7 @@ def summary(name: str) -> dict[str, Any]:
     }
 
 
-def metrics_on(
-    name: str, page: int, limit: int, path: str, raw_query: str
-) -> tuple[list[Any], dict[str, Any]]:
+def metrics_on(name: str, page: int, limit: int) -> tuple[list[Any], dict[str, Any]]:
     from expconsole.services import metrics
 
     found = [metrics.builtin(name, "event_count"), metrics.builtin(name, "event_dau")]
@@ -126,10 +122,10 @@ def metrics_on(
         doc for doc in dynamo.list_all(kinds.METRIC) if name in lineage(doc.get("type", ""), doc)["events"]
     ]
     found.extend(metrics.present(doc) for doc in stored)
-    return paginate(found, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(found, page=page, limit=limit)
 
 
 def check_name(name: str) -> str:
     if not name or len(name) > 128:
-        raise BadRequest.field("eventName", "must be 1 to 128 characters")
+        raise Invalid.field("eventName", "must be 1 to 128 characters")
     return name

@@ -99,7 +99,6 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import importlib
 import json
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -107,9 +106,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
-from expconsole.api.pagination import paginate
-from expconsole.api.validation import field_errors
+from expconsole.errors import Conflict, Invalid
 from expconsole.models.experiments import (
     METRIC_LISTS,
     NULLABLE_FIELDS,
@@ -123,7 +120,12 @@ from expconsole.models.experiments import (
     MakeDecisionBody,
     design_errors,
 )
-from expconsole.services import entities, quality
+from expconsole.models.pagination import Page, page_of
+from expconsole.models.validation import field_errors
+from expconsole.services import entities, layers, quality
+from expconsole.services.common import patch as partial
+from expconsole.services.common import rules as rules_common
+from expconsole.services.common import size
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
@@ -133,8 +135,6 @@ YEAR_MS = 365 * DAY_MS
 STALE_GRACE_DAYS = 7
 STALE_AFTER_DECISION_DAYS = 30
 STALE_IN_SETUP_DAYS = 90
-MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
-BUILT_IN_METRIC_TYPES = ("event_count", "event_dau")
 # Path segments under /experiments that belong to other routes (warehouse sources), so no
 # experiment could be reached under them.
 RESERVED_IDS = frozenset(
@@ -376,42 +376,14 @@ def _stored_groups(given: list[Doc], existing: list[Doc]) -> list[Doc]:
     return out
 
 
-def _rule_doc(rule: Doc, rule_id: str, base_id: str) -> Doc:
-    out: Doc = {
-        "id": rule_id,
-        "baseID": base_id,
-        "name": rule["name"],
-        "passPercentage": rule["passPercentage"],
-        "conditions": [{k: v for k, v in c.items() if v is not None} for c in rule["conditions"]],
-        "environments": rule.get("environments"),
-    }
-    for key in ("returnValue", "completedAutomatedRollouts", "pendingAutomatedRollouts"):
-        if rule.get(key) is not None:
-            out[key] = rule[key]
-    return out
-
-
 def _stored_rules(given: list[Doc], existing: list[Doc], field: str) -> list[Doc]:
     """A rule sent with an `id` keeps that rule's ids (it must be one of this experiment's);
     a rule without one gets new ids."""
-    known = {r["id"]: r for r in existing} | {r["baseID"]: r for r in existing}
-    out: list[Doc] = []
-    seen: set[str] = set()
-    for index, rule in enumerate(given):
-        if rule.get("id") is not None:
-            match = known.get(rule["id"])
-            if match is None:
-                raise BadRequest.field(
-                    f"{field}[{index}].id", f"no rule with id {rule['id']!r} on this experiment"
-                )
-            rule_id, base_id = match["id"], match["baseID"]
-        else:
-            rule_id = base_id = entities.new_id()
-        if rule_id in seen:
-            raise BadRequest.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
-        seen.add(rule_id)
-        out.append(_rule_doc(rule, rule_id, base_id))
-    return out
+    ids = rules_common.assign_ids((r.get("id") for r in given), existing, field, "experiment")
+    return [
+        rules_common.rule_doc(rule, rule_id, base_id)
+        for rule, (rule_id, base_id, _) in zip(given, ids, strict=True)
+    ]
 
 
 def _rules_from_json(text: str | None) -> list[Doc]:
@@ -422,16 +394,16 @@ def _rules_from_json(text: str | None) -> list[Doc]:
     try:
         parsed = json.loads(text)
     except ValueError as exc:
-        raise BadRequest.field(field, f"is not valid JSON ({exc})") from None
+        raise Invalid.field(field, f"is not valid JSON ({exc})") from None
     if parsed == {}:
         return []
     if not isinstance(parsed, list):
-        raise BadRequest.field(field, "must be the JSON text of an array of rules")
+        raise Invalid.field(field, "must be the JSON text of an array of rules")
     try:
         rules = _RULES.validate_python(parsed)
     except ValidationError as exc:
         errors = field_errors([{**e, "loc": (field, *e["loc"])} for e in exc.errors()])
-        raise BadRequest.fields(errors) from None
+        raise Invalid.fields(errors) from None
     return [r.model_dump(mode="json", exclude_unset=True) for r in rules]
 
 
@@ -453,7 +425,7 @@ def _normalise(sent: Doc, doc: Doc) -> Doc:
     if "inlineTargetingRules" in changes:
         rules = changes["inlineTargetingRules"]
         if from_json is not None and _without_nulls(from_json) != _without_nulls(rules):
-            raise BadRequest.field(
+            raise Invalid.field(
                 "inlineTargetingRulesJSON",
                 "disagrees with inlineTargetingRules: send one of them, or the same rules",
             )
@@ -484,7 +456,7 @@ def _apply(doc: Doc, changes: Doc) -> None:
 # --- checks ------------------------------------------------------------------------------------------------
 
 
-def _state_error(doc: Doc, action: str) -> BadRequest:
+def _state_error(doc: Doc, action: str) -> Invalid:
     """A 400 naming the current state and the states the action needs."""
     status = doc["status"]
     allowed = sorted(ALLOWED_FROM[action])
@@ -492,9 +464,7 @@ def _state_error(doc: Doc, action: str) -> BadRequest:
         ", ".join(repr(s) for s in allowed[:-1]) + (" or " if len(allowed) > 1 else "") + repr(allowed[-1])
     )
     message = f"is {status!r}; {action} is allowed only when it is {words}"
-    return BadRequest(
-        f"status: experiment {doc['id']!r} {message}.", [{"field": "status", "message": message}]
-    )
+    return Invalid(f"status: experiment {doc['id']!r} {message}.", [{"field": "status", "message": message}])
 
 
 def _require_state(doc: Doc, action: str) -> None:
@@ -518,9 +488,9 @@ def _groups_core(groups: list[Doc]) -> list[tuple[Any, ...]]:
 def _check_editable(doc: Doc, changes: Doc) -> None:
     status = doc["status"]
     if status == "archived":
-        raise BadRequest.field("status", "is 'archived': unarchive the experiment before changing it")
+        raise Invalid.field("status", "is 'archived': unarchive the experiment before changing it")
     if "status" in changes and changes["status"] != status:
-        raise BadRequest.field(
+        raise Invalid.field(
             "status",
             f"is {status!r} and changes only through the lifecycle endpoints (start, make_decision, "
             f"abandon, reset, archive, unarchive), not to {changes['status']!r} in an update",
@@ -538,34 +508,31 @@ def _check_editable(doc: Doc, changes: Doc) -> None:
                     if field == "groups"
                     else ""
                 )
-                raise BadRequest.field(
+                raise Invalid.field(
                     field,
                     f"cannot change once the experiment has started: it is {status!r}{hint}; reset it first",
                 )
     if "launchedGroupID" in changes and changes["launchedGroupID"] != doc.get("launchedGroupID"):
         if status != "decision_made":
-            raise BadRequest.field(
+            raise Invalid.field(
                 "launchedGroupID",
                 f"is set by make_decision and can change only after a decision; the experiment is {status!r}",
             )
         if changes["launchedGroupID"] is None:
-            raise BadRequest.field("launchedGroupID", "must name a group once a decision is made")
+            raise Invalid.field("launchedGroupID", "must name a group once a decision is made")
 
 
 def _check_design(doc: Doc) -> None:
     errors = design_errors(doc)
     if errors:
-        raise BadRequest.fields(errors)
+        raise Invalid.fields(errors)
 
 
 def _metric_exists(name: str, metric_type: str) -> bool:
     """Stored metrics and built-ins (`<event>::event_count`, `<event>::event_dau`)."""
-    try:
-        metrics = importlib.import_module("expconsole.services.metrics")
-    except ModuleNotFoundError as exc:
-        if exc.name != "expconsole.services.metrics":
-            raise
-        return metric_type in BUILT_IN_METRIC_TYPES  # until the metrics service exists: built-ins only
+    # Imported here: only experiments that name metrics need the metric models.
+    from expconsole.services import metrics
+
     return bool(metrics.exists(name, metric_type))
 
 
@@ -584,17 +551,12 @@ def _check_references(doc: Doc, fields: Iterable[str]) -> None:
             continue
         for index, metric in enumerate(doc.get(field) or []):
             if not _metric_exists(metric["name"], metric["type"]):
-                raise BadRequest.field(
+                raise Invalid.field(
                     f"{field}[{index}]", f"metric {metric['name']}::{metric['type']!s} does not exist"
                 )
     if "inlineTargetingRules" in fields:
         for r_index, rule in enumerate(doc.get("inlineTargetingRules") or []):
-            for c_index, cond in enumerate(rule["conditions"]):
-                where = f"inlineTargetingRules[{r_index}].conditions[{c_index}].targetValue"
-                if cond["type"] in ("passes_gate", "fails_gate"):
-                    entities.require_exists(kinds.GATE, cond["targetValue"], where)
-                elif cond["type"] in ("passes_segment", "fails_segment"):
-                    entities.require_exists(kinds.SEGMENT, cond["targetValue"], where)
+            rules_common.check_condition_targets(rule, f"inlineTargetingRules[{r_index}]")
 
 
 REFERENCE_FIELDS = ("targetingGateID", "layerID", "holdoutIDs", *METRIC_LISTS, "inlineTargetingRules")
@@ -604,8 +566,6 @@ PLACEMENT_FIELDS = ("layerID", "userBuckets", "allocation", "idType")
 def _check_placement(doc: Doc, fields: Iterable[str]) -> None:
     """Hook 2: an experiment in a layer fits it, when a field that places it is set or changes."""
     if doc.get("layerID") and set(fields) & set(PLACEMENT_FIELDS):
-        from expconsole.services import layers  # the layer's side of the placement rules
-
         layers.check_placement(doc)
 
 
@@ -619,20 +579,15 @@ def _insert(exp_id: str, doc: Doc) -> Doc:
 
 
 def _check_size(doc: Doc) -> None:
-    size = len(json.dumps(doc, separators=(",", ":")).encode())
-    if size > MAX_STORED_BYTES:
-        raise PayloadTooLarge(
-            f"The experiment would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
-            "Shorten large fields (parameter values, rules, summaries)."
-        )
+    size.check_stored_size(doc, "experiment", "Shorten large fields (parameter values, rules, summaries).")
 
 
 def _new_id(name: str, given: str | None) -> str:
     exp_id = given or entities.id_from_name(name)
     if not 3 <= len(exp_id) <= 100:
-        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+        raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     if exp_id.lower() in RESERVED_IDS:
-        raise BadRequest.field(
+        raise Invalid.field(
             "id", f"{exp_id!r} is reserved: /experiments/{exp_id} is another route; send an id"
         )
     return exp_id
@@ -645,11 +600,11 @@ def create(body: ExperimentCreate) -> Doc:
     sent = body.changes()
     exp_id = _new_id(body.name, sent.pop("id", None))
     if sent.get("status", "setup") != "setup":
-        raise BadRequest.field(
+        raise Invalid.field(
             "status", f"a new experiment is in 'setup', not {sent['status']!r}; start it with PUT .../start"
         )
     if sent.get("launchedGroupID") is not None:
-        raise BadRequest.field("launchedGroupID", "is set by make_decision; a new experiment is in 'setup'")
+        raise Invalid.field("launchedGroupID", "is set by make_decision; a new experiment is in 'setup'")
     creator = {k: sent.pop(k, None) for k in ("creatorID", "creatorEmail")}
     doc = {"id": exp_id, "name": body.name, **defaults()}
     _apply(doc, _normalise(sent, doc))
@@ -699,29 +654,27 @@ def _matches(exp: Doc, q: ExperimentListQuery, created_from: int | None, created
     return all(checks)
 
 
-def list_experiments(q: ExperimentListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_experiments(q: ExperimentListQuery) -> Page[Doc]:
     created_from = _day_start_ms(q.createdStartDate) if q.createdStartDate else None
     created_before = _day_start_ms(q.createdEndDate) + DAY_MS if q.createdEndDate else None
     if created_from is not None and created_before is not None and created_before <= created_from:
-        raise BadRequest.field("createdEndDate", "is before createdStartDate")
+        raise Invalid.field("createdEndDate", "is before createdStartDate")
     now = entities.now_ms()
     matching = []
     for doc in dynamo.list_all(KIND):
         exp = present(doc, now=now)
         if _matches(exp, q, created_from, created_before):
             matching.append(exp)
-    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(matching, page=q.page, limit=q.limit)
 
 
-def versions(
-    exp_id: str, page: int, limit: int, path: str, raw_query: str
-) -> tuple[list[Doc], dict[str, Any]]:
+def versions(exp_id: str, page: int, limit: int) -> Page[Doc]:
     snapshots = dynamo.versions(KIND, exp_id)
     if not snapshots:
         entities.load(KIND, exp_id)  # 404 when the experiment does not exist
     now = entities.now_ms()
     shown = [present(s, now=now, live=False) for s in snapshots]
-    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=page, limit=limit)
 
 
 # --- updates -----------------------------------------------------------------------------------------------
@@ -749,8 +702,6 @@ def _write(
         _materialise(doc, now)
         change(doc, now)
         if doc.get("status") == "active" and doc.get("layerID"):
-            from expconsole.services import layers  # the layer's side of the placement rules
-
             layers.take_buckets(doc)
         _check_size(doc)
 
@@ -782,6 +733,9 @@ def full_update(exp_id: str, body: ExperimentUpdate) -> Doc:
 
 
 def patch(exp_id: str, body: ExperimentPatch) -> Doc:
+    stored = partial.unchanged(KIND, exp_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return _update(exp_id, body)
 
 
@@ -824,16 +778,14 @@ def start(exp_id: str, body: ExperimentStartBody) -> Doc:
 
 def schedule_start(exp_id: str, scheduled_time: int | float) -> Doc:
     if scheduled_time != int(scheduled_time):
-        raise BadRequest.field("scheduledTime", "must be whole milliseconds since the epoch")
+        raise Invalid.field("scheduledTime", "must be whole milliseconds since the epoch")
     when = int(scheduled_time)
 
     def effect(doc: Doc, now: int) -> None:
         if when <= now:
-            raise BadRequest.field(
-                "scheduledTime", f"must be in the future (now is {now} ms since the epoch)"
-            )
+            raise Invalid.field("scheduledTime", f"must be in the future (now is {now} ms since the epoch)")
         if when > now + YEAR_MS:
-            raise BadRequest.field(
+            raise Invalid.field(
                 "scheduledTime", "must be at most a year ahead (milliseconds, not microseconds?)"
             )
         doc["scheduledStartTime"] = when
@@ -845,7 +797,7 @@ def make_decision(exp_id: str, body: MakeDecisionBody) -> Doc:
     def effect(doc: Doc, now: int) -> None:
         ids = [g["id"] for g in doc["groups"]]
         if body.id not in ids:
-            raise BadRequest.field(
+            raise Invalid.field(
                 "id", f"names no group of experiment {exp_id!r}; its group ids: {', '.join(ids)}"
             )
         doc.update(
@@ -923,16 +875,16 @@ def _set_groups_disabled(exp_id: str, names: list[str], disabled: bool) -> Doc:
             found = index_of.get(name.strip().casefold())
             if found is None:
                 known = ", ".join(repr(g["name"]) for g in groups)
-                raise BadRequest.field(
+                raise Invalid.field(
                     f"group_names[{n_index}]", f"no group named {name!r}; the groups are {known}"
                 )
             if disabled and groups[found]["id"] == control:
-                raise BadRequest.field(
+                raise Invalid.field(
                     f"group_names[{n_index}]", f"{name!r} is the control group: it cannot be disabled"
                 )
             groups[found]["disabled"] = disabled
         if disabled and not any(not g["disabled"] for g in groups if g["id"] != control):
-            raise BadRequest.field("group_names", "would leave no group besides the control enabled")
+            raise Invalid.field("group_names", "would leave no group besides the control enabled")
         doc["groups"] = groups
 
     return _action(exp_id, action, effect)

@@ -15,13 +15,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest, Conflict, NotFound
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid, NotFound
 from expconsole.models.gates import (
     GateCreate,
     GateListQuery,
@@ -30,13 +29,17 @@ from expconsole.models.gates import (
     GateRuleUpdate,
     GateUpdate,
 )
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import is_everyone_rule, referenced_ids
 from expconsole.services import entities
+from expconsole.services.common import lifecycle, references
+from expconsole.services.common import patch as partial
+from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo, gate_checks
 
-GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
-SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
+GATE_REFERENCE_TYPES = rules_common.GATE_CONDITIONS
+SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
 
 
 # --- derived fields ---------------------------------------------------------------------------
@@ -62,7 +65,7 @@ def expected_pass_rate(doc: Doc) -> str:
     first everyone rule can ever apply.
     """
     state = doc.get("_state", {})
-    if state.get("archived") or (not doc["isEnabled"] and not state.get("launched")):
+    if lifecycle.is_archived(doc) or (not doc["isEnabled"] and not state.get("launched")):
         return "0"
     if state.get("launched"):
         return "100"
@@ -81,7 +84,7 @@ def expected_pass_rate(doc: Doc) -> str:
 
 def status_of(doc: Doc) -> str:
     state = doc.get("_state", {})
-    if state.get("archived"):
+    if lifecycle.is_archived(doc):
         return "Archived"
     if state.get("launched"):
         return "Launched"
@@ -167,47 +170,21 @@ def present(doc: Doc, usage: gate_checks.Usage | None = None) -> Doc:
 # --- rules --------------------------------------------------------------------------------------
 
 
+_RULE_OPTIONAL = ("completedAutomatedRollouts", "pendingAutomatedRollouts")
+
+
 def _rule_doc(rule: GateRule | dict[str, Any], rule_id: str, base_id: str) -> Doc:
     data = rule.model_dump(mode="json") if isinstance(rule, GateRule) else dict(rule)
-    out: Doc = {
-        "id": rule_id,
-        "baseID": base_id,
-        "name": data["name"],
-        "passPercentage": data["passPercentage"],
-        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
-        "environments": data.get("environments"),
-    }
-    for key in ("completedAutomatedRollouts", "pendingAutomatedRollouts"):
-        if data.get(key) is not None:
-            out[key] = data[key]
-    return out
+    return rules_common.rule_doc(data, rule_id, base_id, _RULE_OPTIONAL)
 
 
-def _find_rule(rules: list[Doc], rule_id: str) -> int | None:
-    for index, rule in enumerate(rules):
-        if rule_id in (rule["id"], rule.get("baseID")):
-            return index
-    return None
+_find_rule = rules_common.find_rule
 
 
-def _stored_rules(given: Iterable[GateRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
+def _stored_rules(given: Sequence[GateRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
     """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones."""
-    out: list[Doc] = []
-    seen: set[str] = set()
-    for index, rule in enumerate(given):
-        if rule.id is not None:
-            found = _find_rule(existing, rule.id)
-            if found is None:
-                raise BadRequest.field(f"{field}[{index}].id", f"no rule with id {rule.id!r} on this gate")
-            rule_id, base_id = existing[found]["id"], existing[found]["baseID"]
-        else:
-            rule_id = entities.new_id()
-            base_id = rule_id
-        if rule_id in seen:
-            raise BadRequest.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
-        seen.add(rule_id)
-        out.append(_rule_doc(rule, rule_id, base_id))
-    return out
+    ids = rules_common.assign_ids((r.id for r in given), existing, field, "gate")
+    return [_rule_doc(rule, rule_id, base_id) for rule, (rule_id, base_id, _) in zip(given, ids, strict=True)]
 
 
 def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> None:
@@ -218,7 +195,7 @@ def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> N
             target = cond.get("targetValue")
             if cond["type"] in GATE_REFERENCE_TYPES:
                 if target == gate_id:
-                    raise BadRequest.field(where, "a gate cannot depend on itself")
+                    raise Invalid.field(where, "a gate cannot depend on itself")
                 entities.require_exists(kinds.GATE, target, where)
             elif cond["type"] in SEGMENT_REFERENCE_TYPES:
                 entities.require_exists(kinds.SEGMENT, target, where)
@@ -227,23 +204,9 @@ def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> N
         return
     graph = {g["id"]: referenced_ids(g["rules"], GATE_REFERENCE_TYPES) for g in dynamo.list_all(kinds.GATE)}
     graph[gate_id] = targets
-    path = _cycle_from(gate_id, graph)
+    path = rules_common.cycle_from(gate_id, graph)
     if path:
-        raise BadRequest.field(field, "gate conditions would form a cycle: " + " -> ".join(path))
-
-
-def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    visited: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for nxt in sorted(graph.get(node, ())):
-            if nxt == start:
-                return [*path, start]
-            if nxt not in visited:
-                visited.add(nxt)
-                stack.append((nxt, [*path, nxt]))
-    return None
+        raise Invalid.field(field, "gate conditions would form a cycle: " + " -> ".join(path))
 
 
 # --- create, read, list ---------------------------------------------------------------------------
@@ -252,7 +215,7 @@ def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
 def create(body: GateCreate) -> Doc:
     gate_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(gate_id) <= 100:
-        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+        raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     rules = _stored_rules(body.rules, [])
     _check_references(gate_id, rules)
     if body.releasePipelineID:
@@ -308,7 +271,7 @@ def _matches(gate: Doc, doc: Doc, q: GateListQuery, usage: gate_checks.Usage) ->
     return all(checks)
 
 
-def list_gates(q: GateListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_gates(q: GateListQuery) -> Page[Doc]:
     matching = []
     usage = gate_checks.every_gate()
     for doc in dynamo.list_all(kinds.GATE):
@@ -316,26 +279,23 @@ def list_gates(q: GateListQuery, path: str, raw_query: str) -> tuple[list[Doc], 
         gate = present(doc, gate_usage)
         if _matches(gate, doc, q, gate_usage):
             matching.append(gate)
-    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(matching, page=q.page, limit=q.limit)
 
 
-def versions(
-    gate_id: str, page: int, limit: int, path: str, raw_query: str
-) -> tuple[list[Doc], dict[str, Any]]:
+def versions(gate_id: str, page: int, limit: int) -> Page[Doc]:
     snapshots = dynamo.versions(kinds.GATE, gate_id)
     if not snapshots:
         entities.load(kinds.GATE, gate_id)  # 404 when the gate does not exist
     usage = gate_checks.usage_of(gate_id)
     shown = [present(s, usage) for s in snapshots]
-    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=page, limit=limit)
 
 
 # --- updates -----------------------------------------------------------------------------------
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if doc.get("_state", {}).get("archived"):
-        raise BadRequest(f"Gate {doc['id']!r} is archived: unarchive it before changing it.")
+    lifecycle.refuse_if_archived(doc, "Gate")
 
 
 def _apply_changes(doc: Doc, changes: GatePatch | GateUpdate) -> None:
@@ -366,6 +326,9 @@ def full_update(gate_id: str, body: GateUpdate) -> Doc:
 
 
 def patch(gate_id: str, body: GatePatch) -> Doc:
+    stored = partial.unchanged(kinds.GATE, gate_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return present(entities.update(kinds.GATE, gate_id, lambda d: _apply_changes(d, body), body.version))
 
 
@@ -389,40 +352,27 @@ def launch(gate_id: str) -> Doc:
 
 
 def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if doc["_state"].get("archived"):
-            raise BadRequest(f"Gate {gate_id!r} is already archived.")
+    def in_use(doc: Doc) -> None:
         if not force:
-            users = [r for r in references(gate_id) if not entities.is_archived(r)]
-            if users:
+            active = [r for r in users(gate_id) if not lifecycle.is_archived(r)]
+            if active:
                 raise Conflict(
-                    f"Gate {gate_id!r} is still used by {_describe(users)}; remove those references "
+                    f"Gate {gate_id!r} is still used by {_describe(active)}; remove those references "
                     "or archive with forceArchive: true."
                 )
-        doc["_state"] = {
-            **doc["_state"],
-            "archived": True,
-            "archiveReason": reason,
-            "archivedTime": entities.now_ms(),
-        }
 
-    return present(entities.update(kinds.GATE, gate_id, change))
+    return present(lifecycle.archive(kinds.GATE, gate_id, reason, label="Gate", check=in_use))
 
 
 def unarchive(gate_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not doc["_state"].get("archived"):
-            raise BadRequest(f"Gate {gate_id!r} is not archived.")
-        doc["_state"] = {"launched": doc["_state"].get("launched", False), "archived": False}
-
-    return present(entities.update(kinds.GATE, gate_id, change))
+    return present(lifecycle.unarchive(kinds.GATE, gate_id, label="Gate", keep=("launched",)))
 
 
 def delete(gate_id: str) -> None:
     doc = entities.load(kinds.GATE, gate_id)
-    users = references(gate_id)
-    if users:
-        raise Conflict(f"Gate {gate_id!r} is used by {_describe(users)}; remove those references first.")
+    found = users(gate_id)
+    if found:
+        raise Conflict(f"Gate {gate_id!r} is used by {_describe(found)}; remove those references first.")
     entities.remove(kinds.GATE, gate_id, doc)
 
 
@@ -437,9 +387,7 @@ def add_rules(gate_id: str, rules: list[GateRule]) -> Doc:
     """Append rules; each gets a new id (a rule's id is the service's to assign)."""
     for index, rule in enumerate(rules):
         if rule.id is not None or rule.baseID is not None:
-            raise BadRequest.field(
-                f"rules[{index}].id", "new rules get their id from the service; leave it out"
-            )
+            raise Invalid.field(f"rules[{index}].id", "new rules get their id from the service; leave it out")
 
     def change(doc: Doc) -> None:
         _refuse_if_archived(doc)
@@ -470,10 +418,10 @@ def update_rules(gate_id: str, updates: list[GateRuleUpdate]) -> Doc:
         rules = list(doc["rules"])
         for index, update in enumerate(updates):
             if update.id is None:
-                raise BadRequest.field(f"rules[{index}].id", "is required: it names the rule to update")
+                raise Invalid.field(f"rules[{index}].id", "is required: it names the rule to update")
             found = _find_rule(rules, update.id)
             if found is None:
-                raise BadRequest.field(f"rules[{index}].id", f"no rule with id {update.id!r} on this gate")
+                raise Invalid.field(f"rules[{index}].id", f"no rule with id {update.id!r} on this gate")
             rules[found] = _merge_rule(rules[found], update)
         _check_references(gate_id, rules)
         doc["rules"] = rules
@@ -513,43 +461,22 @@ def _rule_missing(gate_id: str, rule_id: str) -> NotFound:
 # --- references --------------------------------------------------------------------------------
 
 
-def _uses_gate(kind: str, doc: Doc, gate_id: str) -> bool:
-    if doc.get("targetingGateID") == gate_id:
-        return True
-    if kind == kinds.HOLDOUT and gate_id in (doc.get("gateIDs") or []):
-        return True
-    rules = list(doc.get("rules") or []) + list(doc.get("inlineTargetingRules") or [])
-    for phase in doc.get("phases") or []:
-        rules.extend(phase.get("rules") or [])
-    return gate_id in referenced_ids(rules, GATE_REFERENCE_TYPES)
-
-
 def references_of_kind(kind: str, gate_id: str) -> list[Doc]:
-    """Stored entities of `kind` that refer to the gate (conditions or targetingGateID)."""
+    """Stored entities of `kind` that name the gate (services.common.references says where)."""
     entities.load(kinds.GATE, gate_id)
-    return [
-        doc
-        for doc in dynamo.list_all(kind)
-        if not (kind == kinds.GATE and doc["id"] == gate_id) and _uses_gate(kind, doc, gate_id)
-    ]
+    return references.users_of_kind(kind, kinds.GATE, gate_id)
 
 
-def references(gate_id: str) -> list[Doc]:
-    out: list[Doc] = []
-    for kind in (kinds.GATE, kinds.EXPERIMENT, kinds.DYNAMIC_CONFIG, kinds.HOLDOUT, kinds.RELEASE_PIPELINE):
-        out.extend({**doc, "_kind": kind} for doc in references_of_kind(kind, gate_id))
-    return out
+def users(gate_id: str) -> list[Doc]:
+    """Every stored entity naming the gate, of each kind the references registry lists."""
+    entities.load(kinds.GATE, gate_id)
+    return references.users(kinds.GATE, gate_id)
 
 
-def _describe(users: list[Doc]) -> str:
-    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in users[:10]]
-    more = f" and {len(users) - 10} more" if len(users) > 10 else ""
-    return ", ".join(names) + more
+_describe = references.describe
 
 
-def list_references(
-    kind: str, gate_id: str, page: int, limit: int, path: str, raw_query: str
-) -> tuple[list[Doc], dict[str, Any]]:
+def list_references(kind: str, gate_id: str, page: int, limit: int) -> Page[Doc]:
     docs = references_of_kind(kind, gate_id)
     if kind == kinds.GATE:
         usage = gate_checks.every_gate()
@@ -561,4 +488,4 @@ def list_references(
         shown = [experiments.present(d) for d in docs]
     else:
         shown = [entities.public(d) for d in docs]
-    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=page, limit=limit)

@@ -40,13 +40,10 @@ the name in lower case with spaces as underscores; a duplicate id is a 409.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 from expconsole import config, context, kinds
-from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid, TooLarge
 from expconsole.models.holdouts import (
     MAX_EXPERIMENTS,
     HoldoutCreate,
@@ -54,7 +51,11 @@ from expconsole.models.holdouts import (
     HoldoutPatch,
     HoldoutUpdate,
 )
+from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
+from expconsole.services.common import lifecycle
+from expconsole.services.common import patch as partial
+from expconsole.services.common.size import stored_bytes
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
@@ -88,15 +89,15 @@ def _no_repeats(values: Sequence[str], field: str) -> None:
     seen: dict[str, int] = {}
     for index, value in enumerate(values):
         if value in seen:
-            raise BadRequest.field(f"{field}[{index}]", f"repeats {field}[{seen[value]}] ({value!r})")
+            raise Invalid.field(f"{field}[{index}]", f"repeats {field}[{seen[value]}] ({value!r})")
         seen[value] = index
 
 
 def _commit(creates: Sequence[tuple[str, str, Doc]], replaces: Sequence[Replace]) -> None:
     """One all-or-nothing transaction; dynamo.StoreConflict when any version moved on."""
-    size = sum(2 * len(json.dumps(w[2], separators=(",", ":"))) for w in (*creates, *replaces))
+    size = sum(2 * stored_bytes(w[2]) for w in (*creates, *replaces))
     if size > MAX_TRANSACTION_BYTES:
-        raise PayloadTooLarge(
+        raise TooLarge(
             f"The entities this change links would take {size} bytes in one transaction; at most "
             f"{MAX_TRANSACTION_BYTES} fit. Link fewer experiments per request."
         )
@@ -118,8 +119,8 @@ def _stale(kind: str, entity_id: str, sent: int, stored: int) -> Conflict:
     )
 
 
-def _too_many(field: str, count: int, what: str) -> BadRequest:
-    return BadRequest.field(
+def _too_many(field: str, count: int, what: str) -> Invalid:
+    return Invalid.field(
         field,
         f"would add or remove {count} {what} in one request; at most {MAX_EXPERIMENTS} change at once "
         "(they change together with this entity in one transaction): split the change",
@@ -143,9 +144,9 @@ def _experiment_writes(holdout_id: str, before: Iterable[str], after: Sequence[s
         field = f"experimentIDs[{index}]"
         exp = dynamo.get(kinds.EXPERIMENT, exp_id)
         if exp is None:
-            raise BadRequest.field(field, f"experiment {exp_id!r} does not exist")
-        if entities.is_archived(exp):
-            raise BadRequest.field(field, f"experiment {exp_id!r} is archived: unarchive it first")
+            raise Invalid.field(field, f"experiment {exp_id!r} does not exist")
+        if lifecycle.is_archived(exp):
+            raise Invalid.field(field, f"experiment {exp_id!r} is archived: unarchive it first")
         ids = list(exp.get("holdoutIDs") or [])
         if holdout_id not in ids:
             writes.append(_linked(kinds.EXPERIMENT, exp, "holdoutIDs", [*ids, holdout_id]))
@@ -175,13 +176,13 @@ def _holdout_writes(exp_id: str, before: Iterable[str], after: Sequence[str]) ->
         field = f"holdoutIDs[{index}]"
         holdout = dynamo.get(KIND, holdout_id)
         if holdout is None:
-            raise BadRequest.field(field, f"holdout {holdout_id!r} does not exist")
-        if entities.is_archived(holdout):
-            raise BadRequest.field(field, f"holdout {holdout_id!r} is archived: unarchive it first")
+            raise Invalid.field(field, f"holdout {holdout_id!r} does not exist")
+        if lifecycle.is_archived(holdout):
+            raise Invalid.field(field, f"holdout {holdout_id!r} is archived: unarchive it first")
         ids = list(holdout["experimentIDs"])
         if exp_id not in ids:
             if len(ids) >= MAX_EXPERIMENTS:
-                raise BadRequest.field(
+                raise Invalid.field(
                     field, f"holdout {holdout_id!r} holds {len(ids)} experiments already, the most it may"
                 )
             writes.append(_linked(KIND, holdout, "experimentIDs", [*ids, exp_id]))
@@ -233,7 +234,7 @@ def update_experiment(exp_id: str, change: Callable[[Doc], None], expected_versi
 def present(doc: Doc) -> Doc:
     """The holdout as the API returns it: stored fields plus `isArchived` and `permalink`."""
     out = entities.public(doc)
-    out.update(isArchived=entities.is_archived(doc), permalink=entities.permalink(KIND, doc["id"]))
+    out.update(isArchived=lifecycle.is_archived(doc), permalink=entities.permalink(KIND, doc["id"]))
     return out
 
 
@@ -243,7 +244,7 @@ def get(holdout_id: str) -> Doc:
 
 def _matches(doc: Doc, q: HoldoutListQuery) -> bool:
     checks = [
-        q.includeArchived or not entities.is_archived(doc),
+        q.includeArchived or not lifecycle.is_archived(doc),
         q.creatorName is None or doc["creatorName"] == q.creatorName,
         q.creatorID is None or doc["creatorID"] == q.creatorID,
         q.tags is None or bool(set(q.tags) & set(doc["tags"])),
@@ -251,9 +252,9 @@ def _matches(doc: Doc, q: HoldoutListQuery) -> bool:
     return all(checks)
 
 
-def list_holdouts(q: HoldoutListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_holdouts(q: HoldoutListQuery) -> Page[Doc]:
     matching = [present(doc) for doc in dynamo.list_all(KIND) if _matches(doc, q)]
-    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(matching, page=q.page, limit=q.limit)
 
 
 # --- writing ------------------------------------------------------------------------------------------
@@ -276,7 +277,7 @@ def _check_references(doc: Doc, fields: Iterable[str]) -> None:
 def create(body: HoldoutCreate) -> Doc:
     holdout_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(holdout_id) <= 100:
-        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+        raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     data = body.model_dump(mode="json")
     doc: Doc = {
         "id": holdout_id,
@@ -331,8 +332,7 @@ def _write(holdout_id: str, change: Callable[[Doc], None], expected_version: int
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if entities.is_archived(doc):
-        raise BadRequest(f"Holdout {doc['id']!r} is archived: unarchive it before changing it.")
+    lifecycle.refuse_if_archived(doc, "Holdout")
 
 
 def _update(holdout_id: str, body: HoldoutUpdate | HoldoutPatch) -> Doc:
@@ -354,26 +354,23 @@ def full_update(holdout_id: str, body: HoldoutUpdate) -> Doc:
 
 
 def patch(holdout_id: str, body: HoldoutPatch) -> Doc:
+    stored = partial.unchanged(KIND, holdout_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return _update(holdout_id, body)
 
 
 def archive(holdout_id: str, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise BadRequest(f"Holdout {holdout_id!r} is already archived.")
-        doc["experimentIDs"] = []
-        doc["_state"] = {"archived": True, "archiveReason": reason, "archivedTime": entities.now_ms()}
+    """Archive, detaching its experiments (with their side of the link, in one transaction)."""
 
-    return present(_write(holdout_id, change))
+    def detach(doc: Doc) -> None:
+        doc["experimentIDs"] = []
+
+    return present(lifecycle.archive(KIND, holdout_id, reason, label="Holdout", check=detach, write=_write))
 
 
 def unarchive(holdout_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not entities.is_archived(doc):
-            raise BadRequest(f"Holdout {holdout_id!r} is not archived.")
-        doc["_state"] = {"archived": False}
-
-    return present(_write(holdout_id, change))
+    return present(lifecycle.unarchive(KIND, holdout_id, label="Holdout", write=_write))
 
 
 def delete(holdout_id: str) -> None:

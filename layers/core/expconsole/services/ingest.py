@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from expconsole import observability
-from expconsole.api.errors import BadRequest, PayloadTooLarge, ServiceUnavailable
+from expconsole.errors import Invalid, TooLarge, Unavailable
 from expconsole.models.events import (
     MAX_BODY_BYTES,
     MAX_ERRORS,
@@ -67,36 +67,36 @@ def _no_constant(name: str) -> Any:
 def parse(body: str | bytes | None) -> list[Any]:
     """The request's events as sent (not validated yet): size, JSON and envelope checked."""
     if body is None or len(body) == 0:
-        raise BadRequest.field("body", "is required: one event, an array of events or {events: [...]}")
+        raise Invalid.field("body", "is required: one event, an array of events or {events: [...]}")
     size = len(body) if isinstance(body, bytes) else len(body.encode("utf-8"))
     if size > MAX_BODY_BYTES:
-        raise PayloadTooLarge(
+        raise TooLarge(
             f"Request body is {size} bytes; the limit is {MAX_BODY_BYTES} bytes (1 MiB) per request. "
             "Split the events into smaller batches."
         )
     try:
         data = json.loads(body, parse_constant=_no_constant)
     except ValueError as exc:
-        raise BadRequest.field("body", f"is not valid JSON ({exc})") from None
+        raise Invalid.field("body", f"is not valid JSON ({exc})") from None
     except RecursionError:
-        raise BadRequest.field("body", "nests too deeply (limit near 1,000 levels)") from None
+        raise Invalid.field("body", "nests too deeply (limit near 1,000 levels)") from None
     if isinstance(data, dict) and "events" in data and "event" not in data:
         if len(data) != 1:
             extra = ", ".join(sorted(k for k in data if k != "events"))
-            raise BadRequest.field("body", f"a batch object holds only `events` (unknown: {extra})")
+            raise Invalid.field("body", f"a batch object holds only `events` (unknown: {extra})")
         events = data["events"]
         if not isinstance(events, list):
-            raise BadRequest.field("events", "must be an array of events")
+            raise Invalid.field("events", "must be an array of events")
     elif isinstance(data, list):
         events = data
     elif isinstance(data, dict):
         events = [data]
     else:
-        raise BadRequest.field("body", "must be one event object, an array of events or {events: [...]}")
+        raise Invalid.field("body", "must be one event object, an array of events or {events: [...]}")
     if not events:
-        raise BadRequest.field("events", "must hold at least one event")
+        raise Invalid.field("events", "must hold at least one event")
     if len(events) > MAX_EVENTS:
-        raise PayloadTooLarge(
+        raise TooLarge(
             f"{len(events)} events in one request; the limit is {MAX_EVENTS} events per request. "
             "Split them into smaller batches."
         )
@@ -115,7 +115,7 @@ def validate(events: list[Any], now_ms: int) -> list[dict[str, Any]]:
         shown = errors[:MAX_ERRORS]
         if len(errors) > MAX_ERRORS:
             shown.append({"field": "", "message": f"... and {len(errors) - MAX_ERRORS} more errors"})
-        raise BadRequest.fields(shown)
+        raise Invalid.fields(shown)
     return lines
 
 
@@ -123,7 +123,7 @@ def ingest(
     body: str | bytes | None, now_ms: int | None = None, source: str = SOURCE_WEBHOOK
 ) -> tuple[int, int]:
     """Store a request's events; (accepted: newly stored, duplicates: already stored by an
-    identical earlier request). Raises ApiError (400, 413, 503)."""
+    identical earlier request). Raises Invalid, TooLarge or Unavailable."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     events = parse(body)
     lines = validate(events, now)
@@ -131,7 +131,7 @@ def ingest(
         text = json.dumps(events, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         canonical = text.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadRequest.field(
+        raise Invalid.field(
             "body", "holds a lone UTF-16 surrogate escape (\\ud800 to \\udfff unpaired), which is not text"
         ) from None
     digest = hashlib.sha256(canonical).hexdigest()
@@ -150,7 +150,7 @@ def ingest(
                 "same objects and counts each once."
             )
         observability.count("IngestFailures")
-        raise ServiceUnavailable(message) from exc.__cause__
+        raise Unavailable(message) from exc.__cause__
     observability.count("EventsAccepted", len(lines) - stored.duplicates)
     observability.count("EventsDuplicate", stored.duplicates)
     return len(lines) - stored.duplicates, stored.duplicates

@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from expconsole.api.errors import BadRequest
+from expconsole.errors import Invalid
 
 MAX_DEPTH = 32
 MAX_TEXT_CHARS = 100_000  # one JSON5 (or schema) text
@@ -129,7 +129,7 @@ def check_value(value: Any, field: str) -> None:
     try:
         _check(value, [], 1)
     except _Invalid as exc:
-        raise BadRequest.field(join_path(field, exc.path), exc.message) from None
+        raise Invalid.field(join_path(field, exc.path), exc.message) from None
 
 
 def _check_parsed(value: Any, text_field: str) -> None:
@@ -138,7 +138,7 @@ def _check_parsed(value: Any, text_field: str) -> None:
         _check(value, [], 1)
     except _Invalid as exc:
         at = join_path("", exc.path)
-        raise BadRequest.field(text_field, f"{exc.message}{f' (at {at})' if at else ''}") from None
+        raise Invalid.field(text_field, f"{exc.message}{f' (at {at})' if at else ''}") from None
 
 
 def _check(value: Any, path: list[str | int], depth: int) -> None:
@@ -177,16 +177,16 @@ def _raise_recursion_limit() -> None:
 def parse_json5(text: str, field: str) -> Any:
     """The value of JSON5 text; a 400 naming `field` when it is not JSON5 or not JSON-representable."""
     if nesting_depth(text) > MAX_DEPTH:
-        raise BadRequest.field(field, f"nests more than {MAX_DEPTH} levels of objects and arrays")
+        raise Invalid.field(field, f"nests more than {MAX_DEPTH} levels of objects and arrays")
     import json5
 
     _raise_recursion_limit()
     try:
         value = json5.loads(text, allow_duplicate_keys=False, parse_constant=_refuse_constant)
     except RecursionError:
-        raise BadRequest.field(field, "nests too deeply to parse") from None
+        raise Invalid.field(field, "nests too deeply to parse") from None
     except ValueError as exc:
-        raise BadRequest.field(field, f"is not valid JSON5: {_position(str(exc))}") from None
+        raise Invalid.field(field, f"is not valid JSON5: {_position(str(exc))}") from None
     _check_parsed(value, field)
     return value
 
@@ -203,15 +203,15 @@ def _pairs_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str, field: str) -> Any:
     """The value of strict JSON text (no comments, no NaN/Infinity, no duplicate keys)."""
     if nesting_depth(text) > MAX_DEPTH:
-        raise BadRequest.field(field, f"nests more than {MAX_DEPTH} levels of objects and arrays")
+        raise Invalid.field(field, f"nests more than {MAX_DEPTH} levels of objects and arrays")
     try:
         value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_pairs_without_duplicates)
     except json.JSONDecodeError as exc:
-        raise BadRequest.field(
+        raise Invalid.field(
             field, f"is not valid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
     except (ValueError, RecursionError) as exc:
-        raise BadRequest.field(field, f"is not valid JSON: {exc}") from None
+        raise Invalid.field(field, f"is not valid JSON: {exc}") from None
     _check_parsed(value, field)
     return value
 
@@ -286,12 +286,12 @@ def resolve_object(
         return value, to_json5(value)
     parsed = parse_json5(text, text_field)
     if not isinstance(parsed, dict):
-        raise BadRequest.field(text_field, f"must denote a JSON object, not {_article(_kind(parsed))}")
+        raise Invalid.field(text_field, f"must denote a JSON object, not {_article(_kind(parsed))}")
     if value is not None:
         where = first_difference(value, parsed)
         if where is not None:
             at = join_path(field, where)
-            raise BadRequest.field(
+            raise Invalid.field(
                 text_field,
                 f"does not denote the same value as {field} (they differ at {at}); "
                 "send one of them, or both with the same value",
@@ -319,7 +319,7 @@ def resolve_schema(schema: str | None, schema_json5: str | None) -> tuple[Any, s
     if schema is not None and schema_json5 is not None:
         where = first_difference(parsed, parsed5)
         if where is not None:
-            raise BadRequest.field(
+            raise Invalid.field(
                 "schemaJson5",
                 f"does not denote the same schema as schema (they differ at {join_path('schema', where)})",
             )
@@ -337,19 +337,19 @@ def _validator_class(schema: Any, field: str) -> Any:
         return validators.Draft202012Validator
     uri = schema["$schema"]
     if not isinstance(uri, str):
-        raise BadRequest.field(field, "$schema must be a string (the URI of a JSON Schema dialect)")
+        raise Invalid.field(field, "$schema must be a string (the URI of a JSON Schema dialect)")
     key = re.sub(r"^https?://", "", uri.strip()).rstrip("#")
     name = _DIALECTS.get(key)
     if name is None:
         known = ", ".join(f"https://{k}" if "/draft/" in k else f"http://{k}#" for k in _DIALECTS)
-        raise BadRequest.field(field, f"unknown $schema {uri!r}; use one of {known}")
+        raise Invalid.field(field, f"unknown $schema {uri!r}; use one of {known}")
     return getattr(validators, name)
 
 
 def compile_schema(schema: Any, field: str = "schema") -> Any:
     """A validator for the schema; a 400 naming `field` when the schema is not valid JSON Schema."""
     if not isinstance(schema, dict | bool):
-        raise BadRequest.field(field, f"must be a JSON Schema (an object or a boolean), not {_kind(schema)}")
+        raise Invalid.field(field, f"must be a JSON Schema (an object or a boolean), not {_kind(schema)}")
     from jsonschema.exceptions import SchemaError
 
     cls = _validator_class(schema, field)
@@ -358,7 +358,7 @@ def compile_schema(schema: Any, field: str = "schema") -> Any:
     except SchemaError as exc:
         where = join_path("", exc.absolute_path)
         at = f" at {where}" if where else ""
-        raise BadRequest.field(field, _shorten(f"is not a valid JSON Schema{at}: {exc.message}")) from None
+        raise Invalid.field(field, _shorten(f"is not a valid JSON Schema{at}: {exc.message}")) from None
     return cls(schema)
 
 
@@ -372,13 +372,13 @@ def schema_violations(validator: Any, value: Any, field: str) -> list[dict[str, 
     except Unresolvable as exc:
         ref = str(getattr(exc, "ref", "") or "")
         remote = " (remote references are never fetched)" if "://" in ref else ""
-        raise BadRequest.field("schema", _shorten(f"cannot resolve $ref {ref!r}{remote}")) from None
+        raise Invalid.field("schema", _shorten(f"cannot resolve $ref {ref!r}{remote}")) from None
     except RecursionError:
-        raise BadRequest.field(
+        raise Invalid.field(
             "schema", "cannot be applied: it refers to itself without end ($ref loop)"
         ) from None
     except SchemaError as exc:
-        raise BadRequest.field("schema", _shorten(f"cannot be applied: {exc.message}")) from None
+        raise Invalid.field("schema", _shorten(f"cannot be applied: {exc.message}")) from None
     out = [
         {"field": join_path(field, error.absolute_path), "message": _shorten(error.message)}
         for error in errors
@@ -397,5 +397,5 @@ def validate_all(validator: Any, sites: Iterable[tuple[str, Any]]) -> None:
         return
     problems = problems[:MAX_ERRORS]
     if len(problems) == 1:
-        raise BadRequest.field(problems[0]["field"], problems[0]["message"])
-    raise BadRequest.fields(problems)
+        raise Invalid.field(problems[0]["field"], problems[0]["message"])
+    raise Invalid.fields(problems)

@@ -6,7 +6,7 @@ import secrets
 import time
 from typing import Any
 
-from expconsole.api.auth import KeyKind, generate_key, hash_key, hashes_match
+from expconsole.key_hashes import KeyKind, generate_key, hash_key, hashes_match
 from expconsole.store import dynamo
 
 

@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest, Conflict
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid
 from expconsole.models.layers import LayerCreate, LayerListQuery, LayerPatch, LayerUpdate
+from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
-from expconsole.services.entities import Doc
+from expconsole.services.common import lifecycle
+from expconsole.services.common import patch as partial
+from expconsole.services.entities import Doc, Presenter
 from expconsole.store import dynamo
 
 KIND = kinds.LAYER
@@ -65,10 +66,10 @@ def get(layer_id: str) -> Doc:
     return present(entities.load(KIND, layer_id))
 
 
-def list_layers(q: LayerListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_layers(q: LayerListQuery) -> Page[Doc]:
     holdouts = _holdouts_by_layer()
     shown = [present(doc, holdouts) for doc in dynamo.list_all(KIND)]
-    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=q.page, limit=q.limit)
 
 
 def members(layer_id: str) -> list[Doc]:
@@ -76,16 +77,13 @@ def members(layer_id: str) -> list[Doc]:
     return [e for e in dynamo.list_all(kinds.EXPERIMENT) if e.get("layerID") == layer_id]
 
 
-def experiments(
-    layer_id: str, page: int, limit: int, path: str, raw_query: str
-) -> tuple[list[Doc], dict[str, Any]]:
+def experiments(layer_id: str, page: int, limit: int, present_experiment: Presenter) -> Page[Doc]:
+    """The layer's experiments, each as `present_experiment` shows it (the experiments service's
+    `present`, passed in: the experiments service depends on this one, not the other way)."""
     entities.load(KIND, layer_id)  # 404 when the layer does not exist
-    # Imported here: only this route needs the experiment models in the layers function.
-    from expconsole.services import experiments as experiments_service
-
     now = entities.now_ms()
-    shown = [experiments_service.present(e, now=now) for e in members(layer_id)]
-    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
+    shown = [present_experiment(e, now=now) for e in members(layer_id)]
+    return page_of(shown, page=page, limit=limit)
 
 
 # --- bucket placement (hook of expconsole.services.experiments) ------------------------------------------
@@ -130,7 +128,7 @@ def take_buckets(doc: Doc) -> None:
         return
     taken: set[int] = set()
     for other in members(doc["layerID"]):
-        if other["id"] != doc["id"] and not entities.is_archived(other):
+        if other["id"] != doc["id"] and not lifecycle.is_archived(other):
             taken.update(held_buckets(other))
     free = [b for b in range(BUCKETS) if b not in taken]
     doc["_state"] = {**doc.get("_state", {}), "layerBuckets": free[: claim(doc)]}
@@ -143,9 +141,9 @@ def check_placement(doc: Doc) -> None:
         return
     layer = dynamo.get(KIND, layer_id)
     if layer is None:
-        raise BadRequest.field("layerID", f"layer {layer_id!r} does not exist")
+        raise Invalid.field("layerID", f"layer {layer_id!r} does not exist")
     if doc.get("idType") != layer["idType"]:
-        raise BadRequest.field(
+        raise Invalid.field(
             "idType",
             f"is {doc.get('idType')!r} but layer {layer_id!r} is for {layer['idType']!r}: "
             "an experiment runs on its layer's id type",
@@ -153,19 +151,19 @@ def check_placement(doc: Doc) -> None:
     mine: dict[int, int] = {}
     for index, bucket in enumerate(doc.get("userBuckets") or []):
         if bucket != int(bucket):
-            raise BadRequest.field(
+            raise Invalid.field(
                 f"userBuckets[{index}]", f"must be a whole bucket number (0 to 999) in a layer, not {bucket}"
             )
         if int(bucket) in mine:
-            raise BadRequest.field(
+            raise Invalid.field(
                 f"userBuckets[{index}]", f"repeats userBuckets[{mine[int(bucket)]}] ({int(bucket)})"
             )
         mine[int(bucket)] = index
-    others = [e for e in members(layer_id) if e["id"] != doc["id"] and not entities.is_archived(e)]
+    others = [e for e in members(layer_id) if e["id"] != doc["id"] and not lifecycle.is_archived(e)]
     for other in others:
         overlap = set(mine) & {int(b) for b in other.get("userBuckets") or []}
         if overlap:
-            raise BadRequest.field(
+            raise Invalid.field(
                 "userBuckets",
                 f"overlaps experiment {other['id']!r} in layer {layer_id!r} on bucket(s) {_ranges(overlap)}",
             )
@@ -173,7 +171,7 @@ def check_placement(doc: Doc) -> None:
     need = claim(doc)
     if used + need > BUCKETS:
         users = ", ".join(f"{e['id']!r} ({claim(e)})" for e in others if claim(e))
-        raise BadRequest.field(
+        raise Invalid.field(
             "userBuckets" if mine else "allocation",
             f"needs {need} of the {BUCKETS} buckets of layer {layer_id!r} but {BUCKETS - used} are free "
             f"(taken by {users})",
@@ -188,16 +186,14 @@ def _check_parameters(parameters: list[Doc]) -> None:
     for index, parameter in enumerate(parameters):
         name = parameter["name"]
         if name in seen:
-            raise BadRequest.field(
-                f"parameters[{index}].name", f"repeats parameters[{seen[name]}] ({name!r})"
-            )
+            raise Invalid.field(f"parameters[{index}].name", f"repeats parameters[{seen[name]}] ({name!r})")
         seen[name] = index
 
 
 def create(body: LayerCreate) -> Doc:
     layer_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(layer_id) <= 100:
-        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+        raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     data = body.model_dump(mode="json")
     _check_parameters(data["parameters"])
     doc: Doc = {
@@ -229,7 +225,7 @@ def _update(layer_id: str, body: LayerUpdate | LayerPatch) -> Doc:
         if "idType" in sent and sent["idType"] != doc["idType"]:
             users = [e["id"] for e in members(layer_id) if e.get("idType") != sent["idType"]]
             if users:
-                raise BadRequest.field(
+                raise Invalid.field(
                     "idType",
                     f"cannot change to {sent['idType']!r}: experiment(s) {_names(users)} use this layer "
                     "with another id type",
@@ -244,6 +240,9 @@ def full_update(layer_id: str, body: LayerUpdate) -> Doc:
 
 
 def patch(layer_id: str, body: LayerPatch) -> Doc:
+    stored = partial.unchanged(KIND, layer_id, partial.changes_of(body.changes()), body.version)
+    if stored is not None:
+        return present(stored)
     return _update(layer_id, body)
 
 

@@ -44,7 +44,6 @@ experiments name a metric in `primaryMetrics`, `secondaryMetrics` or `otherMetri
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 from datetime import UTC, date, datetime, timedelta
@@ -52,8 +51,7 @@ from typing import Any
 from urllib.parse import quote
 
 from expconsole import config, kinds
-from expconsole.api.errors import BadRequest, Conflict, NotFound
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid, NotFound
 from expconsole.models.metrics import (
     BUILTIN_TYPES,
     DEFINITION_FIELDS,
@@ -72,8 +70,10 @@ from expconsole.models.metrics import (
     referenced_metrics,
     split_id,
 )
+from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
-from expconsole.services.entities import Doc
+from expconsole.services.common.rules import cycle_from
+from expconsole.services.entities import Doc, Presenter
 from expconsole.store import dynamo
 
 GRACE_ENV = "METRIC_ARCHIVE_GRACE_SECONDS"
@@ -232,36 +232,22 @@ def _check_references(mid: str | None, definition: Doc) -> None:
                 }
             )
     if errors:
-        raise BadRequest.fields(errors)
+        raise Invalid.fields(errors)
     refs = referenced_metrics(definition)
     if mid is None or not refs:
         return
     graph = {d["id"]: set(referenced_metrics(d)) for d in dynamo.list_all(kinds.METRIC)}
     graph[mid] = set(refs)
-    path = _cycle_from(mid, graph)
+    path = cycle_from(mid, graph)
     if path:
         field = "metricComponentMetrics" if definition.get("metricComponentMetrics") else "funnelEventList"
-        raise BadRequest.field(field, "metrics would depend on each other in a cycle: " + " -> ".join(path))
-
-
-def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    visited: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for nxt in sorted(graph.get(node, ())):
-            if nxt == start:
-                return [*path, start]
-            if nxt not in visited:
-                visited.add(nxt)
-                stack.append((nxt, [*path, nxt]))
-    return None
+        raise Invalid.field(field, "metrics would depend on each other in a cycle: " + " -> ".join(path))
 
 
 def _definition(metric_type: str, fields: Doc) -> Doc:
     errors = definition_errors(metric_type, fields)
     if errors:
-        raise BadRequest.fields(errors)
+        raise Invalid.fields(errors)
     return normalized_definition(metric_type, fields)
 
 
@@ -327,23 +313,23 @@ def _filter_tags(raw: str | None) -> set[str] | None:
     try:
         parsed = json.loads(raw)
     except ValueError:
-        raise BadRequest.field("filters", 'must be a JSON object such as {"tags": ["a"]}') from None
+        raise Invalid.field("filters", 'must be a JSON object such as {"tags": ["a"]}') from None
     if not isinstance(parsed, dict):
-        raise BadRequest.field("filters", 'must be a JSON object such as {"tags": ["a"]}')
+        raise Invalid.field("filters", 'must be a JSON object such as {"tags": ["a"]}')
     unknown = sorted(set(parsed) - {"tags"})
     if unknown:
-        raise BadRequest.field("filters", f"unknown filter {unknown[0]!r}; the filter available is 'tags'")
+        raise Invalid.field("filters", f"unknown filter {unknown[0]!r}; the filter available is 'tags'")
     tags = parsed.get("tags")
     if tags is None:
         return None
     if isinstance(tags, str):
         tags = [tags]
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise BadRequest.field("filters", "tags must be a string or an array of strings")
+        raise Invalid.field("filters", "tags must be a string or an array of strings")
     return set(tags)
 
 
-def list_metrics(q: MetricListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def list_metrics(q: MetricListQuery) -> Page[Doc]:
     filter_tags = _filter_tags(q.filters)
     now = entities.now_ms()
     matching = []
@@ -361,10 +347,10 @@ def list_metrics(q: MetricListQuery, path: str, raw_query: str) -> tuple[list[Do
         )
         if all(checks):
             matching.append(metric)
-    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(matching, page=q.page, limit=q.limit)
 
 
-def versions(mid: str, page: int, limit: int, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def versions(mid: str, page: int, limit: int) -> Page[Doc]:
     parts = _builtin_parts(mid)
     if parts is not None:
         shown = [builtin(*parts)]
@@ -374,7 +360,7 @@ def versions(mid: str, page: int, limit: int, path: str, raw_query: str) -> tupl
             raise NotFound(f"Metric {mid!r} not found.")
         now = entities.now_ms()
         shown = [present(s, now) for s in snapshots]
-    return paginate(shown, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(shown, page=page, limit=limit)
 
 
 # --- updates -----------------------------------------------------------------------------------
@@ -382,18 +368,18 @@ def versions(mid: str, page: int, limit: int, path: str, raw_query: str) -> tupl
 
 def _refuse_builtin(mid: str, action: str) -> None:
     if _builtin_parts(mid) is not None:
-        raise BadRequest(f"Metric {mid!r} is built in and read-only: it cannot be {action}.")
+        raise Invalid(f"Metric {mid!r} is built in and read-only: it cannot be {action}.")
 
 
 def _apply(doc: Doc, body: MetricUpdate) -> None:
     if state_of(doc) == "archived":
-        raise BadRequest(f"Metric {doc['id']!r} is archived: unarchive it before changing it.")
+        raise Invalid(f"Metric {doc['id']!r} is archived: unarchive it before changing it.")
     sent = body.changes()
     for key in ("version", "dryRun"):
         sent.pop(key, None)
     for key in ("name", "type"):
         if key in sent and sent.pop(key) != doc[key]:
-            raise BadRequest.field(
+            raise Invalid.field(
                 key, f"cannot change (it is part of the id {doc['id']!r}); create a new metric instead"
             )
     if "owner" in sent:
@@ -447,7 +433,7 @@ def delete(mid: str) -> None:
     _refuse_builtin(mid, "deleted")
     doc = entities.load(kinds.METRIC, mid)
     if doc.get("isPermanent"):
-        raise BadRequest.field(
+        raise Invalid.field(
             "isPermanent", f"metric {mid!r} is permanent: update isPermanent to false before deleting it"
         )
     users = [("experiment", e["id"]) for e in experiments_using(mid)]
@@ -461,10 +447,10 @@ def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _illegal(mid: str, doc: Doc, action: str, hint: str) -> BadRequest:
+def _illegal(mid: str, doc: Doc, action: str, hint: str) -> Invalid:
     state = state_of(doc)
     detail = f" (archive scheduled for {_when(_scheduled(doc) or 0)})" if state == "scheduled" else ""
-    return BadRequest(f"Cannot {action} metric {mid!r}: its archive state is {state!r}{detail}; {hint}.")
+    return Invalid(f"Cannot {action} metric {mid!r}: its archive state is {state!r}{detail}; {hint}.")
 
 
 def schedule_archive(mid: str) -> Doc:
@@ -540,17 +526,6 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def _experiment_view(doc: Doc, now: int) -> Doc:
-    """An experiment as the experiments API shows it (its status and `isStale` are derived)."""
-    try:
-        experiments = importlib.import_module("expconsole.services.experiments")
-    except ModuleNotFoundError as exc:
-        if exc.name != "expconsole.services.experiments":
-            raise
-        return entities.public(doc)  # until the experiments service exists: as stored
-    return experiments.present(doc, now=now)
-
-
 def _experiment_matches(exp: Doc, q: MetricExperimentsQuery, start: int | None, end: int | None) -> bool:
     created = int(exp.get("createdTime") or 0)
     checks = (
@@ -570,16 +545,17 @@ def _experiment_matches(exp: Doc, q: MetricExperimentsQuery, start: int | None, 
     return all(checks)
 
 
-def list_experiments(
-    mid: str, q: MetricExperimentsQuery, path: str, raw_query: str
-) -> tuple[list[Doc], dict[str, Any]]:
+def list_experiments(mid: str, q: MetricExperimentsQuery, present_experiment: Presenter) -> Page[Doc]:
+    """Experiments using the metric, each as `present_experiment` shows it (the experiments
+    service's `present`, with its derived status and `isStale`; passed in: the experiments
+    service depends on this one, not the other way)."""
     get(mid)  # 404 for an unknown metric
     first, last = parse_date(q.createdStartDate), parse_date(q.createdEndDate)
     if first is not None and last is not None and last < first:
-        raise BadRequest.field("createdEndDate", "must not be before createdStartDate")
+        raise Invalid.field("createdEndDate", "must not be before createdStartDate")
     start = _day_ms(first) if first else None
     end = _day_ms(last + timedelta(days=1)) if last else None
     now = entities.now_ms()
-    shown = [_experiment_view(doc, now) for doc in experiments_using(mid)]
+    shown = [present_experiment(doc, now=now) for doc in experiments_using(mid)]
     matching = [exp for exp in shown if _experiment_matches(exp, q, start, end)]
-    return paginate(matching, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+    return page_of(matching, page=q.page, limit=q.limit)

@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from expconsole import kinds
-from expconsole.api.errors import BadRequest
-from expconsole.api.pagination import paginate
+from expconsole.errors import Invalid
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.prompts import PromptCreate, PromptListQuery, PromptPatch
 from expconsole.services import entities
+from expconsole.services.common import lifecycle
+from expconsole.services.common import patch as partial
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
@@ -27,14 +27,14 @@ LABEL = "Prompt"
 
 def present(doc: Doc) -> Doc:
     out = entities.public(doc)
-    out["isArchived"] = entities.is_archived(doc)
+    out["isArchived"] = lifecycle.is_archived(doc)
     return out
 
 
 def create(body: PromptCreate) -> Doc:
     prompt_id = entities.id_from_name(body.name)
     if len(prompt_id) < 3:
-        raise BadRequest.field("name", "must have at least 3 characters that are not white space")
+        raise Invalid.field("name", "must have at least 3 characters that are not white space")
     data = body.model_dump(mode="json")
     doc: Doc = {
         "id": prompt_id,
@@ -58,37 +58,27 @@ def get(prompt_id: str) -> Doc:
     return present(entities.load(KIND, prompt_id))
 
 
-def list_prompts(q: PromptListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
-    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+def list_prompts(q: PromptListQuery) -> Page[Doc]:
+    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
+    return page_of(shown, page=q.page, limit=q.limit)
 
 
 def patch(prompt_id: str, body: PromptPatch) -> Doc:
-    """Apply the fields sent; an empty body changes nothing (no new version)."""
-    if not body.changes():
-        return get(prompt_id)
+    """Apply the fields sent; an empty body changes nothing (no new version: services.common.patch)."""
+    stored = partial.unchanged(KIND, prompt_id, partial.changes_of(body.changes()), None)
+    if stored is not None:
+        return present(stored)
 
     def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {prompt_id!r} is archived: unarchive it before changing it.")
+        lifecycle.refuse_if_archived(doc, LABEL)
         doc.update(body.changes())
 
     return present(entities.update(KIND, prompt_id, change))
 
 
 def archive(prompt_id: str, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {prompt_id!r} is already archived.")
-        doc["_state"] = {"archived": True, "archiveReason": reason, "archivedTime": entities.now_ms()}
-
-    return present(entities.update(KIND, prompt_id, change))
+    return present(lifecycle.archive(KIND, prompt_id, reason, label=LABEL))
 
 
 def unarchive(prompt_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {prompt_id!r} is not archived.")
-        doc["_state"] = {"archived": False}
-
-    return present(entities.update(KIND, prompt_id, change))
+    return present(lifecycle.unarchive(KIND, prompt_id, label=LABEL))

@@ -20,11 +20,12 @@ import uuid
 from typing import Any
 
 from expconsole import aws, kinds, observability
-from expconsole.api.errors import BadRequest, ServiceUnavailable
-from expconsole.api.pagination import paginate
+from expconsole.errors import Invalid, Unavailable
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.pulse import LoadPulseBody
 from expconsole.observability import MetricUnit
 from expconsole.services import entities, experiments
+from expconsole.services.common import lifecycle
 from expconsole.services.pulse.plan import experiment_metric_ids
 from expconsole.store import dynamo, pulse_runs
 
@@ -47,7 +48,7 @@ def request(
         doc = entities.load(kinds.HOLDOUT, exp_id)
         metric_ids = experiment_metric_ids({"primaryMetrics": doc.get("monitoringMetrics") or []})
         if not metric_ids:
-            raise BadRequest.field(
+            raise Invalid.field(
                 "monitoringMetrics",
                 "the holdout has no monitoring metrics, so a load has nothing to compute: add some first",
             )
@@ -56,14 +57,14 @@ def request(
         doc = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
         metric_ids = experiment_metric_ids(doc)
     if doc.get("startTime") is None:
-        raise BadRequest.field("id", "the experiment has not started: start it before loading pulse")
+        raise Invalid.field("id", "the experiment has not started: start it before loading pulse")
     what = kinds.LABEL[kind].lower()
     if body.refresh == "metric":
         if not body.metricIDs:
-            raise BadRequest.field("metricIDs", "is required with refresh 'metric': the metrics to reload")
+            raise Invalid.field("metricIDs", "is required with refresh 'metric': the metrics to reload")
         unknown = sorted(set(body.metricIDs) - set(metric_ids))
         if unknown:
-            raise BadRequest.field("metricIDs", f"not metrics of this {what}: {', '.join(unknown)}")
+            raise Invalid.field("metricIDs", f"not metrics of this {what}: {', '.join(unknown)}")
     job = {
         "kind": kind,
         "id": exp_id,
@@ -144,7 +145,7 @@ def _invoke(job: dict[str, Any]) -> None:
         )
     except Exception as exc:
         logger.warning("Queueing a pulse load failed", exc_info=True)
-        raise ServiceUnavailable("The load could not be queued; retry.") from exc
+        raise Unavailable("The load could not be queued; retry.") from exc
 
 
 def _run(job: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +169,7 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
     except (BotoCoreError, ClientError) as exc:
         observability.count("PulseRunsFailed")
         logger.warning("Storage failed during a pulse load", exc_info=True)
-        raise ServiceUnavailable("Storage failed during the load; retry it.") from exc
+        raise Unavailable("Storage failed during the load; retry it.") from exc
     observability.count("PulseRunDuration", (time.monotonic() - started) * 1000, MetricUnit.Milliseconds)
     if record.get("finishedState") != "success":
         observability.count("PulseRunsFailed")
@@ -184,12 +185,10 @@ def run_queued(job: dict[str, Any]) -> dict[str, Any]:
         return {"finishedState": "failure"}
 
 
-def history(
-    exp_id: str, page: int, limit: int, path: str, raw_query: str, kind: str = kinds.EXPERIMENT
-) -> tuple[list[Any], dict[str, Any]]:
+def history(exp_id: str, page: int, limit: int, kind: str = kinds.EXPERIMENT) -> Page[Any]:
     entities.load(kind, exp_id)
     runs = [_presented(record) for record in pulse_runs.list_runs(kind, exp_id)]
-    return paginate(runs, page=page, limit=limit, path=path, raw_query=raw_query)
+    return page_of(runs, page=page, limit=limit)
 
 
 def due(now_ms: int, every_hour: bool = False) -> list[tuple[str, str]]:
@@ -203,13 +202,13 @@ def due(now_ms: int, every_hour: bool = False) -> list[tuple[str, str]]:
         doc = experiments.effective(doc, now_ms)
         if doc.get("status") not in experiments.RUNNING or doc.get("startTime") is None:
             continue
-        if entities.is_archived(doc):
+        if lifecycle.is_archived(doc):
             continue
         hour, days = doc.get("scheduledReloadHour"), doc.get("scheduledReloadDays")
         if every_hour or ((hour is None or hour == moment.hour) and (days is None or weekday in days)):
             out.append((kinds.EXPERIMENT, doc["id"]))
     for doc in dynamo.list_all(kinds.HOLDOUT):
-        if doc.get("isEnabled", True) and not entities.is_archived(doc):
+        if doc.get("isEnabled", True) and not lifecycle.is_archived(doc):
             out.append((kinds.HOLDOUT, doc["id"]))
     return out
 

@@ -17,13 +17,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.release_pipelines import (
     Phase,
     PipelineCreate,
@@ -32,15 +30,13 @@ from expconsole.models.release_pipelines import (
     PipelineUpdate,
 )
 from expconsole.services import entities
+from expconsole.services.common import lifecycle, references, size
+from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
 KIND = kinds.RELEASE_PIPELINE
 LABEL = "Release pipeline"
-GATE_REFERENCE_TYPES = frozenset({"passes_gate", "fails_gate"})
-SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
-USER_KINDS = (kinds.GATE, kinds.DYNAMIC_CONFIG)
-MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
 
 FIELDS = (
     "id",
@@ -58,7 +54,7 @@ FIELDS = (
 
 def present(doc: Doc) -> Doc:
     out = {key: doc[key] for key in FIELDS if key in doc}
-    out["isArchived"] = entities.is_archived(doc)
+    out["isArchived"] = lifecycle.is_archived(doc)
     return out
 
 
@@ -77,11 +73,11 @@ def _keep_or_new(given: str | None, known: set[str], seen: set[str], field: str,
         seen.add(new)
         return new
     if given not in known:
-        raise BadRequest.field(
+        raise Invalid.field(
             field, f"no {what} with id {given!r} on this pipeline; leave the id out for a new one"
         )
     if given in seen:
-        raise BadRequest.field(field, f"{what} {given!r} appears twice")
+        raise Invalid.field(field, f"{what} {given!r} appears twice")
     seen.add(given)
     return given
 
@@ -91,7 +87,7 @@ def _rule_doc(rule: PipelineRule, rule_id: str) -> Doc:
     return {
         "id": rule_id,
         "name": data["name"],
-        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
+        "conditions": rules_common.stored_conditions(data["conditions"]),
         "environments": data["environments"],
     }
 
@@ -128,21 +124,11 @@ def _check_references(phases: list[Doc]) -> None:
     """Gate and segment conditions must name existing entities: else a 400 naming the field."""
     for p_index, phase in enumerate(phases):
         for r_index, rule in enumerate(phase["rules"]):
-            for c_index, cond in enumerate(rule["conditions"]):
-                where = f"phases[{p_index}].rules[{r_index}].conditions[{c_index}].targetValue"
-                if cond["type"] in GATE_REFERENCE_TYPES:
-                    entities.require_exists(kinds.GATE, cond["targetValue"], where)
-                elif cond["type"] in SEGMENT_REFERENCE_TYPES:
-                    entities.require_exists(kinds.SEGMENT, cond["targetValue"], where)
+            rules_common.check_condition_targets(rule, f"phases[{p_index}].rules[{r_index}]")
 
 
 def _check_size(doc: Doc) -> None:
-    size = len(json.dumps(doc, separators=(",", ":")).encode())
-    if size > MAX_STORED_BYTES:
-        raise PayloadTooLarge(
-            f"The release pipeline would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
-            "Use fewer phases, rules or condition values."
-        )
+    size.check_stored_size(doc, "release pipeline", "Use fewer phases, rules or condition values.")
 
 
 # --- create, read, list --------------------------------------------------------------------------
@@ -167,17 +153,16 @@ def get(pipeline_id: str) -> Doc:
     return present(entities.load(KIND, pipeline_id))
 
 
-def list_pipelines(q: PipelineListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
-    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+def list_pipelines(q: PipelineListQuery) -> Page[Doc]:
+    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
+    return page_of(shown, page=q.page, limit=q.limit)
 
 
 # --- changes -------------------------------------------------------------------------------------
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if entities.is_archived(doc):
-        raise BadRequest(f"{LABEL} {doc['id']!r} is archived: unarchive it before changing it.")
+    lifecycle.refuse_if_archived(doc, LABEL)
 
 
 def update(pipeline_id: str, body: PipelineUpdate) -> Doc:
@@ -193,19 +178,12 @@ def update(pipeline_id: str, body: PipelineUpdate) -> Doc:
 
 
 def users(pipeline_id: str) -> list[Doc]:
-    """Gates and dynamic configs that name the pipeline in `releasePipelineID`, archived or not."""
-    return [
-        {**doc, "_kind": kind}
-        for kind in USER_KINDS
-        for doc in dynamo.list_all(kind)
-        if doc.get("releasePipelineID") == pipeline_id
-    ]
+    """Gates and dynamic configs that name the pipeline in `releasePipelineID`, archived or not
+    (the kinds and fields are services.common.references')."""
+    return references.users(KIND, pipeline_id)
 
 
-def describe(found: list[Doc]) -> str:
-    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in found[:10]]
-    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
-    return ", ".join(names) + more
+describe = references.describe
 
 
 def delete(pipeline_id: str) -> None:
@@ -220,30 +198,17 @@ def delete(pipeline_id: str) -> None:
 
 
 def archive(pipeline_id: str, force: bool, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {pipeline_id!r} is already archived.")
+    def in_use(doc: Doc) -> None:
         if not force:
-            active = [u for u in users(pipeline_id) if not entities.is_archived(u)]
+            active = [u for u in users(pipeline_id) if not lifecycle.is_archived(u)]
             if active:
                 raise Conflict(
                     f"{LABEL} {pipeline_id!r} is still used by {describe(active)}; point those at "
                     "another pipeline or archive with forceArchive: true."
                 )
-        doc["_state"] = {
-            **doc.get("_state", {}),
-            "archived": True,
-            "archiveReason": reason,
-            "archivedTime": entities.now_ms(),
-        }
 
-    return present(entities.update(KIND, pipeline_id, change))
+    return present(lifecycle.archive(KIND, pipeline_id, reason, label=LABEL, check=in_use))
 
 
 def unarchive(pipeline_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        if not entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {pipeline_id!r} is not archived.")
-        doc["_state"] = {"archived": False}
-
-    return present(entities.update(KIND, pipeline_id, change))
+    return present(lifecycle.unarchive(KIND, pipeline_id, label=LABEL))

@@ -47,7 +47,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest
+from expconsole.errors import Invalid
 from expconsole.models.results import (
     HOLDOUT_CONTROL_GROUP,
     HOLDOUT_TEST_GROUP,
@@ -235,7 +235,7 @@ def _group(exp: Doc, group_id: str, field: str) -> Doc:
         if g["id"] == group_id:
             return g
     names = ", ".join(repr(g["id"]) for g in exp.get("groups") or [])
-    raise BadRequest.field(field, f"{group_id!r} is not a group id of this experiment (its groups: {names})")
+    raise Invalid.field(field, f"{group_id!r} is not a group id of this experiment (its groups: {names})")
 
 
 def _default_pair(exp: Doc, control_id: str | None, test_id: str | None) -> tuple[Doc, Doc]:
@@ -249,7 +249,7 @@ def _default_pair(exp: Doc, control_id: str | None, test_id: str | None) -> tupl
         others = [g for g in groups if g["id"] != control["id"]]
         if len(others) != 1:
             names = ", ".join(repr(g["id"]) for g in others)
-            raise BadRequest.field(
+            raise Invalid.field(
                 "test",
                 f"is required: the experiment has {len(others)} groups besides control "
                 f"{control['id']!r}; choose one of {names}",
@@ -314,7 +314,7 @@ def experiment_results_series(exp_id: str, q: ExperimentResultsSeriesQuery) -> t
 def _experiment_results(exp: Doc, exp_id: str, q: ExperimentResultsQuery) -> tuple[str, Doc]:
     control, test = _default_pair(exp, q.control, q.test)
     if control["id"] == test["id"]:
-        raise BadRequest.field("test", "must differ from control")
+        raise Invalid.field("test", "must differ from control")
     ds, records = _day(kinds.EXPERIMENT, exp_id, q.date)
     empty: Doc = {"ds": None, "primaryMetrics": [], "secondaryMetrics": [], "otherMetrics": []}
     if ds is None:

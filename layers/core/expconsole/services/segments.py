@@ -21,16 +21,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from typing import Any
 
 from expconsole import config, kinds
-from expconsole.api.errors import BadRequest, Conflict, PayloadTooLarge
-from expconsole.api.pagination import paginate
+from expconsole.errors import Conflict, Invalid
+from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import referenced_ids
 from expconsole.models.segments import SegmentCreate, SegmentListQuery, SegmentRule
 from expconsole.services import entities
+from expconsole.services.common import lifecycle, references, size
+from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo, segment_ids
 
@@ -38,22 +38,13 @@ KIND = kinds.SEGMENT
 LABEL = "Segment"
 RULE_BASED = "rule_based"
 ID_LIST = "id_list"
-SEGMENT_REFERENCE_TYPES = frozenset({"passes_segment", "fails_segment"})
-REFUSED_CONDITION_TYPES = frozenset({"passes_gate", "fails_gate"})
-USER_KINDS = (
-    kinds.GATE,
-    kinds.DYNAMIC_CONFIG,
-    kinds.EXPERIMENT,
-    kinds.RELEASE_PIPELINE,
-    kinds.HOLDOUT,
-    kinds.SEGMENT,
-)
-MAX_STORED_BYTES = 350_000  # one DynamoDB item holds 400 KB, keys and attribute names included
+SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
+REFUSED_CONDITION_TYPES = rules_common.GATE_CONDITIONS
 
 
 def present(doc: Doc) -> Doc:
     out = entities.public(doc)
-    out["isArchived"] = entities.is_archived(doc)
+    out["isArchived"] = lifecycle.is_archived(doc)
     return out
 
 
@@ -64,20 +55,14 @@ def _path(segment_id: str, action: str = "") -> str:
 # --- rules ---------------------------------------------------------------------------------------
 
 
-def _rule_doc(rule: SegmentRule, rule_id: str, base_id: str) -> Doc:
-    data = rule.model_dump(mode="json")
-    out: Doc = {
-        "id": rule_id,
-        "baseID": base_id,
-        "name": data["name"],
-        "passPercentage": data["passPercentage"],
-        "conditions": [{k: v for k, v in c.items() if v is not None} for c in data["conditions"]],
-        "environments": data["environments"],
-    }
-    for key in ("returnValue", "completedAutomatedRollouts", "pendingAutomatedRollouts"):
-        if data.get(key) is not None:
-            out[key] = data[key]
-    return out
+def _refuse_gate_conditions(index: int, rule: SegmentRule, field: str) -> None:
+    for c_index, cond in enumerate(rule.conditions):
+        if cond.type in REFUSED_CONDITION_TYPES:
+            raise Invalid.field(
+                f"{field}[{index}].conditions[{c_index}].type",
+                f"condition type {cond.type!r} is not allowed in a segment; gates may use segments, "
+                "segments may not use gates",
+            )
 
 
 def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str) -> list[Doc]:
@@ -85,31 +70,15 @@ def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str)
 
     `field` is where the rules are in the body: `rules` on create, `` for the bare array.
     """
-    by_id = {key: rule for rule in existing for key in (rule["id"], rule.get("baseID")) if key}
+    given = list(given)
+    ids = rules_common.assign_ids(
+        (r.id for r in given), existing, field, "segment", "; leave it out for a new one"
+    )
     out: list[Doc] = []
-    seen: set[str] = set()
     for index, rule in enumerate(given):
-        for c_index, cond in enumerate(rule.conditions):
-            if cond.type in REFUSED_CONDITION_TYPES:
-                raise BadRequest.field(
-                    f"{field}[{index}].conditions[{c_index}].type",
-                    f"condition type {cond.type!r} is not allowed in a segment; gates may use segments, "
-                    "segments may not use gates",
-                )
-        if rule.id is not None:
-            found = by_id.get(rule.id)
-            if found is None:
-                raise BadRequest.field(
-                    f"{field}[{index}].id",
-                    f"no rule with id {rule.id!r} on this segment; leave it out for a new one",
-                )
-            rule_id, base_id = found["id"], found["baseID"]
-        else:
-            rule_id = base_id = entities.new_id()
-        if rule_id in seen:
-            raise BadRequest.field(f"{field}[{index}].id", f"rule {rule_id!r} appears twice")
-        seen.add(rule_id)
-        out.append(_rule_doc(rule, rule_id, base_id))
+        _refuse_gate_conditions(index, rule, field)
+        rule_id, base_id, _ = next(ids)
+        out.append(rules_common.rule_doc(rule.model_dump(mode="json"), rule_id, base_id))
     return out
 
 
@@ -122,7 +91,7 @@ def _check_references(segment_id: str, rules: list[Doc], field: str) -> None:
                 continue
             target, here = cond["targetValue"], f"{field}[{r_index}].conditions[{c_index}].targetValue"
             if target == segment_id:
-                raise BadRequest.field(here, "a segment cannot depend on itself")
+                raise Invalid.field(here, "a segment cannot depend on itself")
             entities.require_exists(KIND, target, here)
             where.setdefault(target, here)
     if not where:
@@ -131,32 +100,13 @@ def _check_references(segment_id: str, rules: list[Doc], field: str) -> None:
         s["id"]: referenced_ids(s.get("rules") or [], SEGMENT_REFERENCE_TYPES) for s in dynamo.list_all(KIND)
     }
     graph[segment_id] = set(where)
-    path = _cycle_from(segment_id, graph)
+    path = rules_common.cycle_from(segment_id, graph)
     if path:
-        raise BadRequest.field(where[path[1]], "segment conditions would form a cycle: " + " -> ".join(path))
-
-
-def _cycle_from(start: str, graph: dict[str, set[str]]) -> list[str] | None:
-    stack: list[tuple[str, list[str]]] = [(start, [start])]
-    visited: set[str] = set()
-    while stack:
-        node, path = stack.pop()
-        for nxt in sorted(graph.get(node, ())):
-            if nxt == start:
-                return [*path, start]
-            if nxt not in visited:
-                visited.add(nxt)
-                stack.append((nxt, [*path, nxt]))
-    return None
+        raise Invalid.field(where[path[1]], "segment conditions would form a cycle: " + " -> ".join(path))
 
 
 def _check_size(doc: Doc) -> None:
-    size = len(json.dumps(doc, separators=(",", ":")).encode())
-    if size > MAX_STORED_BYTES:
-        raise PayloadTooLarge(
-            f"The segment would take {size} bytes stored; at most {MAX_STORED_BYTES} fit. "
-            "Use fewer rules or condition values, or an id_list segment."
-        )
+    size.check_stored_size(doc, "segment", "Use fewer rules or condition values, or an id_list segment.")
 
 
 # --- create, read, list --------------------------------------------------------------------------
@@ -165,7 +115,7 @@ def _check_size(doc: Doc) -> None:
 def create(body: SegmentCreate) -> Doc:
     segment_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(segment_id) <= 100:
-        raise BadRequest.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
+        raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     doc: Doc = {
         "id": segment_id,
         "name": body.name,
@@ -187,9 +137,7 @@ def create(body: SegmentCreate) -> Doc:
         _check_size(doc)
     else:
         if body.rules:
-            raise BadRequest.field(
-                "rules", "only rule_based segments have rules; an id_list segment holds ids"
-            )
+            raise Invalid.field("rules", "only rule_based segments have rules; an id_list segment holds ids")
         doc["count"] = 0
         doc["_state"]["idListKey"] = entities.new_id(12)
     return present(entities.insert(KIND, segment_id, doc))
@@ -199,36 +147,21 @@ def get(segment_id: str) -> Doc:
     return present(entities.load(KIND, segment_id))
 
 
-def list_segments(q: SegmentListQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not entities.is_archived(d)]
-    return paginate(shown, page=q.page, limit=q.limit, path=path, raw_query=raw_query)
+def list_segments(q: SegmentListQuery) -> Page[Doc]:
+    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
+    return page_of(shown, page=q.page, limit=q.limit)
 
 
 # --- users, delete, archive ------------------------------------------------------------------------
 
 
-def _rules_of(doc: Doc) -> list[Doc]:
-    rules = list(doc.get("rules") or []) + list(doc.get("inlineTargetingRules") or [])
-    for phase in doc.get("phases") or []:
-        rules.extend(phase.get("rules") or [])
-    return rules
-
-
 def users(segment_id: str) -> list[Doc]:
-    """Stored entities whose conditions name the segment, archived or not."""
-    return [
-        {**doc, "_kind": kind}
-        for kind in USER_KINDS
-        for doc in dynamo.list_all(kind)
-        if not (kind == KIND and doc["id"] == segment_id)
-        and segment_id in referenced_ids(_rules_of(doc), SEGMENT_REFERENCE_TYPES)
-    ]
+    """Stored entities whose conditions name the segment, archived or not (the kinds and fields
+    are services.common.references')."""
+    return references.users(KIND, segment_id)
 
 
-def _describe(found: list[Doc]) -> str:
-    names = [f"{kinds.LABEL[u['_kind']].lower()} {u['id']!r}" for u in found[:10]]
-    more = f" and {len(found) - 10} more" if len(found) > 10 else ""
-    return ", ".join(names) + more
+_describe = references.describe
 
 
 def delete(segment_id: str) -> None:
@@ -245,24 +178,16 @@ def delete(segment_id: str) -> None:
 
 
 def archive(segment_id: str, force: bool, reason: str | None) -> Doc:
-    def change(doc: Doc) -> None:
-        if entities.is_archived(doc):
-            raise BadRequest(f"{LABEL} {segment_id!r} is already archived.")
+    def in_use(doc: Doc) -> None:
         if not force:
-            active = [u for u in users(segment_id) if not entities.is_archived(u)]
+            active = [u for u in users(segment_id) if not lifecycle.is_archived(u)]
             if active:
                 raise Conflict(
                     f"{LABEL} {segment_id!r} is still used by {_describe(active)}; remove those "
                     "conditions or archive with forceArchive: true."
                 )
-        doc["_state"] = {
-            **doc.get("_state", {}),
-            "archived": True,
-            "archiveReason": reason,
-            "archivedTime": entities.now_ms(),
-        }
 
-    return present(entities.update(KIND, segment_id, change))
+    return present(lifecycle.archive(KIND, segment_id, reason, label=LABEL, check=in_use))
 
 
 # --- rules and ids ---------------------------------------------------------------------------------
@@ -276,12 +201,11 @@ def _require_type(doc: Doc, wanted: str, action: str) -> None:
     else:
         hint = f"set its rules with POST {_path(doc['id'], '/conditional')}"
     article = "an" if doc["type"] == ID_LIST else "a"
-    raise BadRequest(f"{LABEL} {doc['id']!r} is {article} {doc['type']} segment: it cannot {action}; {hint}.")
+    raise Invalid(f"{LABEL} {doc['id']!r} is {article} {doc['type']} segment: it cannot {action}; {hint}.")
 
 
 def _refuse_if_archived(doc: Doc) -> None:
-    if entities.is_archived(doc):
-        raise BadRequest(f"{LABEL} {doc['id']!r} is archived: it cannot be changed.")
+    lifecycle.refuse_if_archived(doc, LABEL, "it cannot be changed")
 
 
 def set_rules(segment_id: str, rules: list[SegmentRule]) -> Doc:
@@ -301,11 +225,12 @@ def _id_list(segment_id: str, action: str) -> tuple[Doc, str]:
     return doc, doc["_state"]["idListKey"]
 
 
-def get_ids(segment_id: str, page: int, limit: int, path: str, raw_query: str) -> tuple[Doc, dict[str, Any]]:
+def get_ids(segment_id: str, page: int, limit: int) -> tuple[Doc, Page[str]]:
+    """The list's name and size with one page of its ids, and that page (for its links)."""
     doc, list_key = _id_list(segment_id, "list ids")
     ids = segment_ids.all_ids(segment_id, list_key)
-    chunk, pagination = paginate(ids, page=page, limit=limit, path=path, raw_query=raw_query)
-    return {"name": doc["name"], "count": len(ids), "ids": chunk}, pagination
+    one = page_of(ids, page=page, limit=limit)
+    return {"name": doc["name"], "count": len(ids), "ids": one.items}, one
 
 
 def _change_ids(segment_id: str, ids: list[str], adding: bool) -> Doc:

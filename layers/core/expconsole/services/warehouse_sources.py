@@ -28,20 +28,19 @@ Rules chosen where the contract is silent:
 - Deleting an assignment source that an experiment names in `assignmentSourceName` is a 409
   naming the experiments. No experiment field refers to a qualifying event, so deleting one
   just deletes it.
-- A source whose stored JSON would exceed 350,000 characters is a 400 (DynamoDB items are at
-  most 400 KB).
+- A source whose stored JSON would exceed 350,000 bytes is a 413, as for every kind
+  (services.common.size).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from expconsole import config, context, kinds
-from expconsole.api.errors import BadRequest, Conflict
-from expconsole.api.pagination import PageQuery, paginate
+from expconsole.errors import Conflict, Invalid
+from expconsole.models.pagination import Page, PageQuery, page_of
 from expconsole.models.warehouse_sources import (
     AssignmentSourceCreate,
     AssignmentSourcePatch,
@@ -50,13 +49,14 @@ from expconsole.models.warehouse_sources import (
     QualifyingEventUpdate,
 )
 from expconsole.services import entities, sql_check
+from expconsole.services.common import patch as partial
+from expconsole.services.common import size
 from expconsole.services.entities import Doc
 from expconsole.services.sql_check import Problem
 from expconsole.store import dynamo
 
 QE = kinds.QUALIFYING_EVENT
 AS = kinds.ASSIGNMENT_SOURCE
-MAX_STORED_CHARS = 350_000
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Outcome:
 
 def _raise(problems: list[Problem]) -> None:
     if problems:
-        raise BadRequest.fields([p.as_error() for p in problems])
+        raise Invalid.fields([p.as_error() for p in problems])
 
 
 def _mapping_problems(mappings: list[Doc]) -> list[Problem]:
@@ -116,12 +116,7 @@ def _column_checks(
 
 
 def _check_size(doc: Doc) -> None:
-    size = len(json.dumps(doc, separators=(",", ":")))
-    if size > MAX_STORED_CHARS:
-        raise BadRequest(
-            f"The source is too large to store: {size} characters as stored, at most "
-            f"{MAX_STORED_CHARS}. Shorten sql, customFieldMapping or all_columns."
-        )
+    size.check_stored_size(doc, "source", "Shorten sql, customFieldMapping or all_columns.")
 
 
 def _refuse_rename(kind: str, name: str, sent: Any) -> None:
@@ -134,7 +129,7 @@ def _refuse_rename(kind: str, name: str, sent: Any) -> None:
             "an assignment source cannot be renamed, since experiments refer to it by name "
             "(assignmentSourceName); create a source with the new name and delete this one"
         )
-    raise BadRequest.field("name", f"{reason}: send {name!r} or leave name out (got {sent!r})")
+    raise Invalid.field("name", f"{reason}: send {name!r} or leave name out (got {sent!r})")
 
 
 def _preview(kind: str, name: str, change: Callable[[Doc], None], expected_version: int | None) -> Doc:
@@ -176,9 +171,9 @@ def _write(kind: str, name: str, change: Callable[[Doc], None], version: int | N
     return entities.update(kind, name, checked, version)
 
 
-def _listing(kind: str, query: PageQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
+def _listing(kind: str, query: PageQuery) -> Page[Doc]:
     items = [entities.public(doc) for doc in dynamo.list_all(kind)]
-    return paginate(items, page=query.page, limit=query.limit, path=path, raw_query=raw_query)
+    return page_of(items, page=query.page, limit=query.limit)
 
 
 # --- qualifying event sources -------------------------------------------------------------------
@@ -270,8 +265,8 @@ def _qualifying_event_problems(doc: Doc, sent: Doc) -> tuple[list[Problem], str]
     return problems, unchecked
 
 
-def list_qualifying_events(query: PageQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
-    return _listing(QE, query, path, raw_query)
+def list_qualifying_events(query: PageQuery) -> Page[Doc]:
+    return _listing(QE, query)
 
 
 def get_qualifying_event(name: str) -> Doc:
@@ -362,8 +357,8 @@ def _assignment_source_problems(doc: Doc) -> tuple[list[Problem], str]:
     return problems + column_problems, unchecked
 
 
-def list_assignment_sources(query: PageQuery, path: str, raw_query: str) -> tuple[list[Doc], dict[str, Any]]:
-    return _listing(AS, query, path, raw_query)
+def list_assignment_sources(query: PageQuery) -> Page[Doc]:
+    return _listing(AS, query)
 
 
 def get_assignment_source(name: str) -> Doc:
@@ -424,6 +419,11 @@ def update_assignment_source(name: str, body: AssignmentSourceUpdate) -> Outcome
 
 
 def patch_assignment_source(name: str, body: AssignmentSourcePatch) -> Outcome:
+    _refuse_rename(AS, name, body.name)
+    asked = partial.changes_of(body.changes(), frozenset({"name", "dryRun"}))
+    stored = partial.unchanged(AS, name, asked, body.version)
+    if stored is not None:
+        return Outcome(entities.public(stored), bool(body.dryRun))
     return _change_assignment_source(name, body)
 
 

@@ -18,7 +18,7 @@ import json
 from typing import Any
 
 from expconsole import kinds
-from expconsole.api.errors import BadRequest
+from expconsole.errors import Invalid
 from expconsole.services import experiments, metrics
 
 EXPERIMENT_EXPOSURE = "console::experiment_exposure"
@@ -207,7 +207,7 @@ def experiment_plan(doc: dict[str, Any], now: int) -> EntityPlan:
     doc = experiments.effective(doc, now)
     start = doc.get("startTime")
     if start is None:
-        raise BadRequest.field("id", "the experiment has not started: start it before loading pulse")
+        raise Invalid.field("id", "the experiment has not started: start it before loading pulse")
     decision = doc.get("decisionTime") if doc.get("status") in experiments.DECIDED else None
     end = doc.get("endTime") or decision
     builder = _Builder()

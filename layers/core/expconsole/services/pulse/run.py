@@ -31,6 +31,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from expconsole import aws, kinds
+from expconsole.errors import DomainError
 from expconsole.services import entities, event_names
 from expconsole.services.pulse import athena, daydata, engine
 from expconsole.services.pulse.aggregate import PARTS, DayEvents, aggregate_day
@@ -385,9 +386,7 @@ def health_doc(
 
 def _failure_message(exc: Exception) -> str:
     """What the history shows of a failure: the rule broken, never storage internals (names, ARNs)."""
-    from expconsole.api.errors import ApiError
-
-    if isinstance(exc, ApiError):
+    if isinstance(exc, DomainError):
         return exc.message
     if isinstance(exc, athena.AthenaError):
         return str(exc)

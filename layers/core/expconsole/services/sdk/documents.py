@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from expconsole import kinds
-from expconsole.services.entities import is_archived
+from expconsole.services.common.lifecycle import is_archived
 from expconsole.services.sdk import specs
 from expconsole.store import dynamo, s3, segment_ids
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from expconsole.api.errors import BadRequest, NotFound, ServiceUnavailable
+from expconsole.errors import Invalid, NotFound, Unavailable
 from expconsole.services.sdk import documents, log_event
 from expconsole.services.sdk.evaluator import ConfigEvaluation, Evaluator, GateEvaluation, LayerEvaluation
 
@@ -56,9 +56,7 @@ def evaluator() -> Evaluator:
 def _current() -> _Cached:
     document = documents.current(1)
     if document is None:
-        raise ServiceUnavailable(
-            "The spec document is being built for the first time; retry in a few seconds."
-        )
+        raise Unavailable("The spec document is being built for the first time; retry in a few seconds.")
     index = documents.id_lists()
     key = (document.etag, tuple(sorted((n, e["fileID"]) for n, e in index.items())))
     if _CACHE and _CACHE[0].key == key:
@@ -82,7 +80,7 @@ def _user(ev: Evaluator, user: dict[str, Any]) -> Any:
         return ev.user(user)
     except ValueError as exc:
         field, _, rule = str(exc).partition(": ")
-        raise BadRequest.field(field, rule or str(exc)) from None
+        raise Invalid.field(field, rule or str(exc)) from None
 
 
 def _log(ev: Evaluator, user: Any, results: list[Any], parameters: list[str] | None = None) -> None:

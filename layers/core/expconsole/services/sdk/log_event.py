@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from expconsole import observability
-from expconsole.api.errors import BadRequest, PayloadTooLarge, ServiceUnavailable
+from expconsole.errors import Invalid, TooLarge, Unavailable
 from expconsole.models.events import MAX_FUTURE_MS, MAX_NAME_CHARS, MIN_TIMESTAMP_MS
 from expconsole.services import ingest
 from expconsole.services.sdk import documents, specs
@@ -75,17 +75,17 @@ def decode(body: bytes, encoding: str | None) -> dict[str, Any]:
             decoder = zlib.decompressobj(wbits=47)  # gzip or zlib headers
             body = decoder.decompress(body, MAX_DECOMPRESSED_BYTES + 1)
         except zlib.error as exc:
-            raise BadRequest.field("body", f"is not valid {encoding or 'gzip'} data ({exc})") from None
+            raise Invalid.field("body", f"is not valid {encoding or 'gzip'} data ({exc})") from None
         if len(body) > MAX_DECOMPRESSED_BYTES:
-            raise PayloadTooLarge(f"The decompressed body is over {MAX_DECOMPRESSED_BYTES} bytes.")
+            raise TooLarge(f"The decompressed body is over {MAX_DECOMPRESSED_BYTES} bytes.")
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest.field("body", f"is not valid JSON ({exc})") from None
+        raise Invalid.field("body", f"is not valid JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("events"), list):
-        raise BadRequest.field("events", "is required: an array of events ({events, statsigMetadata})")
+        raise Invalid.field("events", "is required: an array of events ({events, statsigMetadata})")
     if len(data["events"]) > MAX_EVENTS:
-        raise PayloadTooLarge(f"{len(data['events'])} events in one batch; the limit is {MAX_EVENTS}.")
+        raise TooLarge(f"{len(data['events'])} events in one batch; the limit is {MAX_EVENTS}.")
     return data
 
 
@@ -216,13 +216,13 @@ def store(lines: list[dict[str, Any]], seed: str, now_ms: int) -> int:
     try:
         stored = ingest.store_lines(lines, seed, SOURCE_SDK, now_ms)
     except ingest.StoreFailed as exc:
-        raise ServiceUnavailable(retry) from exc.__cause__
+        raise Unavailable(retry) from exc.__cause__
     tallies = gate_tallies(lines)
     if tallies:
         try:
             gate_checks.record(hashlib.sha256(seed.encode()).hexdigest()[:40], tallies, now_ms)
         except Exception as exc:
-            raise ServiceUnavailable(retry) from exc
+            raise Unavailable(retry) from exc
     return stored.duplicates
 
 
@@ -235,9 +235,9 @@ def report_exception(body: bytes) -> None:
     try:
         data = json.loads(body or b"{}")
     except ValueError:
-        raise BadRequest.field("body", "is not valid JSON") from None
+        raise Invalid.field("body", "is not valid JSON") from None
     if not isinstance(data, dict):
-        raise BadRequest.field("body", "must be an object {exception, info, tag, statsigMetadata}")
+        raise Invalid.field("body", "must be an object {exception, info, tag, statsigMetadata}")
     meta = data.get("statsigMetadata") if isinstance(data.get("statsigMetadata"), dict) else {}
     logger.warning(
         "SDK error report",

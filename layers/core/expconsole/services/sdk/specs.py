@@ -40,7 +40,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from expconsole.services.entities import Doc, is_archived
+from expconsole.services.common.lifecycle import is_archived
+from expconsole.services.entities import Doc
 
 BUCKETS = 1000
 SEGMENT_PREFIX = "segment:"

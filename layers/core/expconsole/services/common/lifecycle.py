@@ -1,0 +1,96 @@
+"""Archive and unarchive, as every kind with a soft archive does them.
+
+Stored representation: `_state: {archived: true, archiveReason, archivedTime}` while archived,
+`_state: {archived: false}` (plus what a kind keeps across, such as a gate's launch) after.
+Older items recorded it other ways and still read through `is_archived`: an experiment's
+stored `status: "archived"` (its status is a state machine, services.experiments), and a
+metric's `_state.scheduledArchiveTime` once passed (archive after a grace, services.metrics).
+
+While archived an entity answers reads and refuses changes (400) until unarchived; archiving
+an archived one, or unarchiving one that is not, is a 400.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from expconsole.errors import Invalid
+from expconsole.services import entities
+from expconsole.services.entities import Doc
+
+Write = Callable[[str, Callable[[Doc], None]], Doc]
+
+
+def is_archived(doc: Mapping[str, Any], now: int | None = None) -> bool:
+    """Archived, whichever way the item records it (see the module's docstring)."""
+    state = doc.get("_state") or {}
+    if state.get("archived") or doc.get("status") == "archived":
+        return True
+    scheduled = state.get("scheduledArchiveTime")
+    return scheduled is not None and scheduled <= (entities.now_ms() if now is None else now)
+
+
+def refuse_if_archived(
+    doc: Mapping[str, Any], label: str, advice: str = "unarchive it before changing it"
+) -> None:
+    """A change to an archived entity is a 400 naming it."""
+    if is_archived(doc):
+        raise Invalid(f"{label} {doc['id']!r} is archived: {advice}.")
+
+
+def mark_archived(doc: Doc, reason: str | None) -> None:
+    doc["_state"] = {
+        **doc.get("_state", {}),
+        "archived": True,
+        "archiveReason": reason,
+        "archivedTime": entities.now_ms(),
+    }
+
+
+def mark_unarchived(doc: Doc, keep: Iterable[str] = ()) -> None:
+    """Back to not archived; the `_state` keys in `keep` (a gate's `launched`) stay."""
+    state = doc.get("_state", {})
+    doc["_state"] = {**{key: state.get(key, False) for key in keep}, "archived": False}
+
+
+def archive(
+    kind: str,
+    entity_id: str,
+    reason: str | None,
+    *,
+    label: str,
+    check: Callable[[Doc], None] | None = None,
+    write: Write | None = None,
+) -> Doc:
+    """Archive: `check` may refuse (an entity still in use) or change more (what archiving
+    detaches); `write` stores the change (default: the next version, services.entities)."""
+
+    def change(doc: Doc) -> None:
+        if is_archived(doc):
+            raise Invalid(f"{label} {entity_id!r} is already archived.")
+        if check is not None:
+            check(doc)
+        mark_archived(doc, reason)
+
+    return (write or _update(kind))(entity_id, change)
+
+
+def unarchive(
+    kind: str,
+    entity_id: str,
+    *,
+    label: str,
+    keep: Iterable[str] = (),
+    write: Write | None = None,
+) -> Doc:
+    def change(doc: Doc) -> None:
+        if not is_archived(doc):
+            raise Invalid(f"{label} {entity_id!r} is not archived.")
+        mark_unarchived(doc, keep)
+
+    return (write or _update(kind))(entity_id, change)
+
+
+def _update(kind: str) -> Write:
+    return lambda entity_id, change: entities.update(kind, entity_id, change)
