@@ -11,32 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
 
 from expconsole.local.process import ServeProcess
+from tests.e2e.client import ApiClient
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class ApiSession(requests.Session):
-    """A requests.Session bound to the server: paths are relative (`api.get("/console/v1/gates")`)."""
-
-    def __init__(self, base_url: str, key: str) -> None:
-        super().__init__()
-        self.base_url = base_url
-        self.headers["SERVICE-API-KEY"] = key
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
-    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", 30)
-        if isinstance(url, str) and url.startswith("/"):
-            url = self.url(url)
-        return super().request(method, url, *args, **kwargs)
 
 
 @pytest.fixture(scope="session")
@@ -47,14 +28,14 @@ def server() -> Iterator[ServeProcess]:
 
 
 @pytest.fixture
-def api(server: ServeProcess) -> Iterator[ApiSession]:
+def api(server: ServeProcess) -> Iterator[ApiClient]:
     """A session sending the console key."""
-    with ApiSession(server.url, server.api_key) as session:
+    with ApiClient(server.url, server.api_key) as session:
         yield session
 
 
 @pytest.fixture
-def server_api(server: ServeProcess) -> Iterator[ApiSession]:
+def server_api(server: ServeProcess) -> Iterator[ApiClient]:
     """A session sending the server secret (ingestion routes)."""
-    with ApiSession(server.url, server.server_secret) as session:
+    with ApiClient(server.url, server.server_secret) as session:
         yield session

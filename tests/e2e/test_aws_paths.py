@@ -28,7 +28,8 @@ from scipy import stats
 from expconsole.local.process import ServeProcess
 from tests.e2e import aws_account
 from tests.e2e.aws_account import StandInAccount
-from tests.e2e.conftest import REPO, ApiSession
+from tests.e2e.client import ApiClient
+from tests.e2e.conftest import REPO
 
 INGEST = "/v1/webhooks/event_webhook"
 
@@ -63,14 +64,14 @@ def served(account: StandInAccount, logs: Path) -> Iterator[ServeProcess]:
 
 
 @pytest.fixture
-def console(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.api_key) as session:
+def console(served: ServeProcess) -> Iterator[ApiClient]:
+    with ApiClient(served.url, served.api_key) as session:
         yield session
 
 
 @pytest.fixture
-def sender(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.server_secret) as session:
+def sender(served: ServeProcess) -> Iterator[ApiClient]:
+    with ApiClient(served.url, served.server_secret) as session:
         yield session
 
 
@@ -186,7 +187,7 @@ def test_a_missing_region_is_named_before_anything_is_read(account: StandInAccou
 
 
 def test_serve_writes_to_the_stack_and_serves_the_sdk_from_its_bucket(
-    account: StandInAccount, console: ApiSession, sender: ApiSession, served: ServeProcess
+    account: StandInAccount, console: ApiClient, sender: ApiClient, served: ServeProcess
 ) -> None:
     name = f"aws_gate_{uuid.uuid4().hex[:8]}"
     resp = console.post("/console/v1/gates", json={"name": name, "description": "on the stand-in"})
@@ -224,7 +225,7 @@ def import_aws(account: StandInAccount, root: Path) -> Any:
 
 
 def test_import_lands_in_the_stack_bucket_by_day_and_counts_a_reimport_once(
-    account: StandInAccount, console: ApiSession, tmp_path: Path
+    account: StandInAccount, console: ApiClient, tmp_path: Path
 ) -> None:
     name = f"aws_import_{uuid.uuid4().hex[:8]}"
     day = datetime.now(UTC).date() - timedelta(days=2)
@@ -262,7 +263,7 @@ def test_import_lands_in_the_stack_bucket_by_day_and_counts_a_reimport_once(
 
 
 def test_pulse_loads_an_experiment_whose_results_serve_reads(
-    account: StandInAccount, console: ApiSession, sender: ApiSession
+    account: StandInAccount, console: ApiClient, sender: ApiClient
 ) -> None:
     metric = f"buyers_{uuid.uuid4().hex[:8]}"
     body = {"name": metric, "type": "event_user", "metricEvents": [{"name": f"{metric}_purchase"}]}

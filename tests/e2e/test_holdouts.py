@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from tests.e2e.client import HttpConsole, uid
+from tests.e2e.client import ApiClient, assert_error, uid
 
 HOLDOUTS = "/console/v1/holdouts"
 EXPERIMENTS = "/console/v1/experiments"
@@ -26,7 +26,7 @@ LAYERS = "/console/v1/layers"
 KEY_HEADER = "SERVICE-API-KEY"
 
 
-class Console(HttpConsole):
+class Console(ApiClient):
     """The console client with helpers for this file's resources."""
 
     def _create(self, path: str, prefix: str, fields: dict[str, Any]) -> dict[str, Any]:
@@ -68,20 +68,6 @@ class Console(HttpConsole):
 @pytest.fixture(scope="module")
 def console(server: Any) -> Console:
     return Console(server.url, server.api_key)
-
-
-def assert_error(resp: requests.Response, status: int, field: str | None = None) -> dict[str, Any]:
-    """An error answer: `{status, message}` and, for a field, `errors` naming it."""
-    assert resp.status_code == status, f"expected {status}, got {resp.status_code}: {resp.text}"
-    body = resp.json()
-    assert body["status"] == status, body
-    assert isinstance(body["message"], str) and body["message"], body
-    if field is not None:
-        fields = [e["field"] for e in body.get("errors") or []]
-        assert field in fields, f"no error names {field!r}: {body}"
-        assert all(isinstance(e["message"], str) and e["message"] for e in body["errors"]), body
-        assert field in body["message"], f"the message does not name {field!r}: {body}"
-    return body
 
 
 def ids_of(listing: dict[str, Any]) -> set[str]:

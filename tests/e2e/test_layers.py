@@ -14,9 +14,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import requests
 
-from tests.e2e.client import HttpConsole, uid
+from tests.e2e.client import ApiClient, assert_error, uid
 
 LAYERS = "/console/v1/layers"
 EXPERIMENTS = "/console/v1/experiments"
@@ -24,7 +23,7 @@ HOLDOUTS = "/console/v1/holdouts"
 KEY_HEADER = "SERVICE-API-KEY"
 
 
-class Console(HttpConsole):
+class Console(ApiClient):
     """The console client with helpers for this file's resources."""
 
     def create_layer(self, **fields: Any) -> dict[str, Any]:
@@ -70,20 +69,6 @@ def experiment_body(**fields: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def console(server: Any) -> Console:
     return Console(server.url, server.api_key)
-
-
-def assert_error(resp: requests.Response, status: int, field: str | None = None) -> dict[str, Any]:
-    """An error answer: `{status, message}` and, for a field, `errors` naming it."""
-    assert resp.status_code == status, f"expected {status}, got {resp.status_code}: {resp.text}"
-    body = resp.json()
-    assert body["status"] == status, body
-    assert isinstance(body["message"], str) and body["message"], body
-    if field is not None:
-        fields = [e["field"] for e in body.get("errors") or []]
-        assert field in fields, f"no error names {field!r}: {body}"
-        assert all(isinstance(e["message"], str) and e["message"] for e in body["errors"]), body
-        assert field in body["message"], f"the message does not name {field!r}: {body}"
-    return body
 
 
 def ids_of(listing: dict[str, Any]) -> set[str]:

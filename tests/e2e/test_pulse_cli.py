@@ -20,8 +20,8 @@ import pytest
 from scipy import stats
 
 from expconsole.local.process import ServeProcess
-from tests.e2e.client import uid
-from tests.e2e.conftest import REPO, ApiSession
+from tests.e2e.client import ApiClient, uid
+from tests.e2e.conftest import REPO
 
 INGEST = "/v1/webhooks/event_webhook"
 
@@ -38,14 +38,14 @@ def served(data_dir: Path) -> Iterator[ServeProcess]:
 
 
 @pytest.fixture
-def console(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.api_key) as session:
+def console(served: ServeProcess) -> Iterator[ApiClient]:
+    with ApiClient(served.url, served.api_key) as session:
         yield session
 
 
 @pytest.fixture
-def sender(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.server_secret) as session:
+def sender(served: ServeProcess) -> Iterator[ApiClient]:
+    with ApiClient(served.url, served.server_secret) as session:
         yield session
 
 
@@ -68,13 +68,13 @@ def pulse_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def send(sender: ApiSession, events: list[dict[str, Any]]) -> None:
+def send(sender: ApiClient, events: list[dict[str, Any]]) -> None:
     for start in range(0, len(events), 1000):
         resp = sender.post(INGEST, json=events[start : start + 1000])
         assert resp.status_code == 202, resp.text
 
 
-def make_buyers_metric(console: ApiSession) -> str:
+def make_buyers_metric(console: ApiClient) -> str:
     name = f"buyers_{uid()}"
     body = {"name": name, "type": "event_user", "metricEvents": [{"name": f"{name}_purchase"}]}
     assert console.post("/console/v1/metrics", json=body).status_code == 201
@@ -92,7 +92,7 @@ def expected_welch(test: np.ndarray, control: np.ndarray) -> tuple[float, float]
 
 
 def test_pulse_command_loads_a_holdout_whose_figures_match_the_raw_events(
-    console: ApiSession, sender: ApiSession, data_dir: Path
+    console: ApiClient, sender: ApiClient, data_dir: Path
 ) -> None:
     metric = make_buyers_metric(console)
     resp = console.post(
@@ -141,7 +141,7 @@ def test_pulse_command_loads_a_holdout_whose_figures_match_the_raw_events(
 
 
 def test_pulse_command_loads_an_experiment_and_records_the_load(
-    console: ApiSession, sender: ApiSession, data_dir: Path
+    console: ApiClient, sender: ApiClient, data_dir: Path
 ) -> None:
     metric = make_buyers_metric(console)
     resp = console.post(

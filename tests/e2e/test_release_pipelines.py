@@ -16,6 +16,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
+from tests.e2e.client import assert_error
+
 REPO = Path(__file__).resolve().parents[2]
 PIPELINES = "/console/v1/release_pipelines"
 GATES = "/console/v1/gates"
@@ -37,19 +39,6 @@ PIPELINE_FIELDS = {
 
 def uid() -> str:
     return uuid.uuid4().hex[:12]
-
-
-def assert_error(resp: requests.Response, status: int, field: str | None = None) -> dict[str, Any]:
-    """An error answer: `{status, message}` and, for a field, `errors` naming it."""
-    assert resp.status_code == status, f"expected {status}, got {resp.status_code}: {resp.text}"
-    body = resp.json()
-    assert body["status"] == status, body
-    assert isinstance(body["message"], str) and body["message"], body
-    if field is not None:
-        fields = [e["field"] for e in body.get("errors") or []]
-        assert field in fields, f"no error names {field!r}: {body}"
-        assert field in body["message"], f"the message does not name {field!r}: {body}"
-    return body
 
 
 def country(*codes: str) -> dict[str, Any]:

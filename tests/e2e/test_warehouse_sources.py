@@ -16,6 +16,8 @@ from urllib.parse import parse_qs, quote, urlsplit
 import pytest
 import requests
 
+from tests.e2e.client import assert_error, error_for
+
 QE = "/console/v1/experiments/qualifying_events"
 AS_LIST = "/console/v1/experiments/assignment_sources"
 AS_ONE = "/console/v1/experiments/assignment_source"
@@ -127,24 +129,6 @@ def read(api: requests.Session, path: str) -> dict[str, Any]:
     resp = api.get(path)
     assert resp.status_code == 200, resp.text
     return resp.json()["data"]
-
-
-def assert_error(resp: requests.Response, status: int, field: str | None = None) -> dict[str, Any]:
-    """An error answer: `{status, message}` and, for a field, `errors` naming it."""
-    assert resp.status_code == status, f"expected {status}, got {resp.status_code}: {resp.text}"
-    body = resp.json()
-    assert body["status"] == status, body
-    assert isinstance(body["message"], str) and body["message"], body
-    if field is not None:
-        fields = [e["field"] for e in body.get("errors") or []]
-        assert field in fields, f"no error names {field!r}: {body}"
-        assert all(isinstance(e["message"], str) and e["message"] for e in body["errors"]), body
-        assert field in body["message"], f"the message does not name {field!r}: {body}"
-    return body
-
-
-def error_for(body: dict[str, Any], field: str) -> str:
-    return next(e["message"] for e in body["errors"] if e["field"] == field)
 
 
 # --- qualifying events: create and read ---------------------------------------------------------

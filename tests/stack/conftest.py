@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from expconsole.local.process import ServeProcess
-from tests.e2e.conftest import ApiSession
+from tests.e2e.client import ApiClient
 
 REPO = Path(__file__).resolve().parents[2]
 # One cache per checkout: a run prunes its checkout's older builds, never another checkout's.
@@ -107,12 +107,12 @@ def server(build_dir: Path) -> Iterator[ServeProcess]:
 
 
 @pytest.fixture
-def api(server: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(server.url, server.api_key) as session:
+def api(server: ServeProcess) -> Iterator[ApiClient]:
+    with ApiClient(server.url, server.api_key) as session:
         yield session
 
 
 @pytest.fixture
-def server_api(server: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(server.url, server.server_secret) as session:
+def server_api(server: ServeProcess) -> Iterator[ApiClient]:
+    with ApiClient(server.url, server.server_secret) as session:
         yield session
