@@ -7,6 +7,10 @@ The server is shared by the session, so every test makes its own configs (unique
 narrows list assertions with a tag of its own. Release pipelines and segments are written
 straight into the server's table (the store's item shape, README "Data"), so these tests do
 not depend on the API of those entities.
+
+Only what needs the server stays here (a happy path, an error, keys, concurrency, the workflows);
+the validation, edge and list cases run in process in
+`tests/functional/test_dynamic_configs_api.py`.
 """
 
 from __future__ import annotations

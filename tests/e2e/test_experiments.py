@@ -5,6 +5,9 @@ and versions, over HTTP against the local server.
 The server is shared by the whole session, so every test makes its own experiments (unique
 ids) and narrows list assertions with a tag of its own. Lifecycle actions, the editable-by-state
 rules and the quality score are in `test_experiments_lifecycle.py`.
+
+Only what needs the server stays here (a happy path, an error, keys, concurrency, the workflows);
+the validation, edge and list cases run in process in `tests/functional/test_experiments_api.py`.
 """
 
 from __future__ import annotations

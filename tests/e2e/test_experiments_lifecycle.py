@@ -3,6 +3,10 @@ machine, what each move sets, scheduled starts, group disabling, restart as new,
 that lock once an experiment has started, and the quality score with hand-computed numbers.
 
 Helpers and the `console` fixture come from `test_experiments.py` beside this file.
+
+Only what needs the server stays here (a happy path, an error, keys, concurrency, the workflows);
+the validation, edge and list cases run in process in
+`tests/functional/test_experiments_lifecycle_api.py`.
 """
 
 from __future__ import annotations

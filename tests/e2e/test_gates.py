@@ -4,6 +4,9 @@ type, list filters, pagination and concurrent updates, over HTTP against the loc
 The server is shared by the whole session, so every test makes its own gates (unique ids) and
 narrows list assertions with a tag of its own. Rule endpoints are in `test_gates_rules.py`,
 lifecycle actions, versions and references in `test_gates_lifecycle.py`.
+
+Only what needs the server stays here (a happy path, an error, keys, concurrency, the workflows);
+the validation, edge and list cases run in process in `tests/functional/test_gates_api.py`.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 update one, delete one, and the conditions a rule accepts.
 
 Helpers and the `console` fixture come from `test_gates.py` beside this file.
+
+Only what needs the server stays here (a happy path, an error, keys, concurrency, the workflows);
+the validation, edge and list cases run in process in `tests/functional/test_gates_rules_api.py`.
 """
 
 from __future__ import annotations

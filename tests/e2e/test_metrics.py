@@ -8,6 +8,9 @@ narrows list assertions with a tag of its own. Experiments are written straight 
 server's table (the document shape the experiments service stores: `primaryMetrics:
 [{name, type}]` ...), so these tests do not depend on the experiments API. Archive effects are
 tested on a second server whose grace period is 0 (`METRIC_ARCHIVE_GRACE_SECONDS`).
+
+Only what needs the server stays here (a happy path, an error, keys, concurrency, the workflows);
+the validation, edge and list cases run in process in `tests/functional/test_metrics_api.py`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
-"""In-process tests (the Lambda handlers on a moto store) of the dynamic config endpoints over HTTP against the local server: create,
-read, full and partial update, delete, enable/disable, archive/unarchive, versions, every rule
-endpoint, list filters and pagination; values as objects and as JSON5 (round trips, refusals),
-JSON Schema enforcement with paths, variants, references, and every limit at its edge.
+"""In-process tests of the dynamic config endpoints: create, read, full and partial update, delete,
+enable/disable, archive/unarchive, versions, every rule endpoint, list filters and pagination;
+values as objects and as JSON5 (round trips, refusals), JSON Schema enforcement with paths,
+variants, references, and every limit at its edge.
 
-The server is shared by the session, so every test makes its own configs (unique ids) and
-narrows list assertions with a tag of its own. Release pipelines and segments are written
-straight into the server's table (the store's item shape, README "Data"), so these tests do
-not depend on the API of those entities.
+The handlers are called in process (tests/functional/lambdas.py) on one moto store per module, so
+every test makes its own entities (unique ids) and narrows list assertions with a tag of its own.
+What needs the gateway or real concurrency (keys, raw bodies, parallel writes) stays in
+`tests/e2e/test_dynamic_configs.py`. Release pipelines and segments are written straight into the
+table (the store's item shape).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""In-process tests (the Lambda handlers on a moto store) of the experiment endpoints: create (every field, every limit at its edge),
-read, full and partial update, delete, references, inline targeting, list filters, pagination
-and versions, over HTTP against the local server.
+"""In-process tests of the experiment endpoints: create (every field, every limit at its edge), read,
+full and partial update, delete, references, inline targeting, list filters, pagination and
+versions.
 
-The server is shared by the whole session, so every test makes its own experiments (unique
-ids) and narrows list assertions with a tag of its own. Lifecycle actions, the editable-by-state
-rules and the quality score are in `test_experiments_lifecycle.py`.
+The handlers are called in process (tests/functional/lambdas.py) on one moto store per module, so
+every test makes its own entities (unique ids) and narrows list assertions with a tag of its own.
+What needs the gateway or real concurrency (keys, raw bodies, parallel writes) stays in
+`tests/e2e/test_experiments.py`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,12 @@
-"""End-to-end tests of an experiment's lifecycle: every legal and illegal move of the state
-machine, what each move sets, scheduled starts, group disabling, restart as new, the fields
-that lock once an experiment has started, and the quality score with hand-computed numbers.
+"""In-process tests of an experiment's lifecycle: every legal and illegal move of the state machine,
+what each move sets, scheduled starts, group disabling, restart as new, the fields that lock once an
+experiment has started, and the quality score with hand-computed numbers.
 
-Helpers and the `console` fixture come from `test_experiments.py` beside this file.
+The handlers are called in process (tests/functional/lambdas.py) on one moto store per module, so
+every test makes its own entities (unique ids) and narrows list assertions with a tag of its own.
+What needs the gateway or real concurrency (keys, raw bodies, parallel writes) stays in
+`tests/e2e/test_experiments_lifecycle.py`. Helpers and the `console` fixture come from the family's
+main `*_api.py` module.
 """
 
 from __future__ import annotations

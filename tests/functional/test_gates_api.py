@@ -1,9 +1,10 @@
-"""In-process tests (the Lambda handlers on a moto store) of the gate endpoints: create, read, update, delete, errors, auth, derived
-type, list filters, pagination and concurrent updates, over HTTP against the local server.
+"""In-process tests of the gate endpoints: create, read, update, delete, errors, auth, derived type,
+list filters, pagination and concurrent updates.
 
-The server is shared by the whole session, so every test makes its own gates (unique ids) and
-narrows list assertions with a tag of its own. Rule endpoints are in `test_gates_rules.py`,
-lifecycle actions, versions and references in `test_gates_lifecycle.py`.
+The handlers are called in process (tests/functional/lambdas.py) on one moto store per module, so
+every test makes its own entities (unique ids) and narrows list assertions with a tag of its own.
+What needs the gateway or real concurrency (keys, raw bodies, parallel writes) stays in
+`tests/e2e/test_gates.py`.
 """
 
 from __future__ import annotations

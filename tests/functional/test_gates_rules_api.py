@@ -1,7 +1,11 @@
-"""End-to-end tests of a gate's rule endpoints: read, add one, add several, update by id,
-update one, delete one, and the conditions a rule accepts.
+"""In-process tests of a gate's rule endpoints: read, add one, add several, update by id, update one,
+delete one, and the conditions a rule accepts.
 
-Helpers and the `console` fixture come from `test_gates.py` beside this file.
+The handlers are called in process (tests/functional/lambdas.py) on one moto store per module, so
+every test makes its own entities (unique ids) and narrows list assertions with a tag of its own.
+What needs the gateway or real concurrency (keys, raw bodies, parallel writes) stays in
+`tests/e2e/test_gates_rules.py`. Helpers and the `console` fixture come from the family's main
+`*_api.py` module.
 """
 
 from __future__ import annotations

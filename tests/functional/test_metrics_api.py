@@ -1,13 +1,14 @@
-"""In-process tests (the Lambda handlers on a moto store) of the metric endpoints over HTTP against the local server: create (and dry
-run) every type, the definition rules per type, limits at their edges, built-ins, reads by
-URL-encoded id, updates, versions, the archive states, delete and what blocks it, lists with
-their filters and pagination, experiments using a metric, and auth.
+"""In-process tests of the metric endpoints: create (and dry run) every type, the definition rules per
+type, limits at their edges, built-ins, reads by URL-encoded id, updates, versions, the archive
+states, delete and what blocks it, lists with their filters and pagination, experiments using a
+metric, and auth.
 
-The server is shared by the session, so every test makes its own metrics (unique names) and
-narrows list assertions with a tag of its own. Experiments are written straight into the
-server's table (the document shape the experiments service stores: `primaryMetrics:
-[{name, type}]` ...), so these tests do not depend on the experiments API. Archive effects are
-tested on a second server whose grace period is 0 (`METRIC_ARCHIVE_GRACE_SECONDS`).
+The handlers are called in process (tests/functional/lambdas.py) on one moto store per module, so
+every test makes its own entities (unique ids) and narrows list assertions with a tag of its own.
+What needs the gateway or real concurrency (keys, raw bodies, parallel writes) stays in
+`tests/e2e/test_metrics.py`. Experiments are written straight into the table (the document shape the
+experiments service stores), so these tests do not depend on the experiments API; archive effects
+run with a grace period of 0 (`METRIC_ARCHIVE_GRACE_SECONDS`).
 """
 
 from __future__ import annotations
