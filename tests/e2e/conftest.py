@@ -39,3 +39,17 @@ def server_api(server: ServeProcess) -> Iterator[ApiClient]:
     """A session sending the server secret (ingestion routes)."""
     with ApiClient(server.url, server.server_secret) as session:
         yield session
+
+
+@pytest.fixture
+def console(served: ServeProcess) -> Iterator[ApiClient]:
+    """The console key's client for a module's own server (its `served` fixture)."""
+    with ApiClient(served.url, served.api_key) as session:
+        yield session
+
+
+@pytest.fixture
+def sender(served: ServeProcess) -> Iterator[ApiClient]:
+    """The server secret's client for a module's own server (its `served` fixture)."""
+    with ApiClient(served.url, served.server_secret) as session:
+        yield session

@@ -41,12 +41,6 @@ def served(data_dir: Path) -> Iterator[ServeProcess]:
         yield process
 
 
-@pytest.fixture
-def console(served: ServeProcess) -> Iterator[ApiClient]:
-    with ApiClient(served.url, served.api_key) as session:
-        yield session
-
-
 def run_import(root: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
