@@ -41,6 +41,20 @@ def server_api(server: ServeProcess) -> Iterator[ApiClient]:
         yield session
 
 
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data dir of `served`: what the CLI (`expconsole pulse`, `import`) reads beside the server."""
+    return tmp_path_factory.mktemp("data-dir-server")
+
+
+@pytest.fixture(scope="session")
+def served(data_dir: Path) -> Iterator[ServeProcess]:
+    """A server on a data dir (not ephemeral), shared by the modules that run the CLI beside it;
+    a module with a server of its own (test_aws_paths.py) overrides it."""
+    with ServeProcess("--port", "0", "--data-dir", str(data_dir), "--quiet", cwd=REPO) as process:
+        yield process
+
+
 @pytest.fixture
 def console(served: ServeProcess) -> Iterator[ApiClient]:
     """The console key's client for a module's own server (its `served` fixture)."""

@@ -11,16 +11,13 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
-from expconsole.local.process import ServeProcess
 from tests.e2e.client import ApiClient
 from tests.e2e.conftest import REPO
 
@@ -28,17 +25,6 @@ TOTALS = re.compile(
     r"(\d+) files, (\d+) failed; (\d+) rows, (\d+) accepted, (\d+) duplicates \(already stored\), "
     r"(\d+) rejected"
 )
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("import-server")
-
-
-@pytest.fixture(scope="module")
-def served(data_dir: Path) -> Iterator[ServeProcess]:
-    with ServeProcess("--port", "0", "--data-dir", str(data_dir), "--quiet", cwd=REPO) as process:
-        yield process
 
 
 def run_import(root: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:

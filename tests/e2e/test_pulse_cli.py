@@ -10,27 +10,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from expconsole.local.process import ServeProcess
 from tests.e2e.buyers import expected_welch, make_buyers_metric, send, send_buyers, start_buyers_experiment
 from tests.e2e.client import ApiClient, uid
 from tests.e2e.conftest import REPO
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("pulse-cli-server")
-
-
-@pytest.fixture(scope="module")
-def served(data_dir: Path) -> Iterator[ServeProcess]:
-    with ServeProcess("--port", "0", "--data-dir", str(data_dir), "--quiet", cwd=REPO) as process:
-        yield process
 
 
 def pulse_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
