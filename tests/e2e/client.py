@@ -108,3 +108,13 @@ def error_for(body: dict[str, Any], field: str) -> str:
 def ids_of(listing: dict[str, Any]) -> set[str]:
     """The ids on one page of a listing."""
     return {item["id"] for item in listing["data"]}
+
+
+def rule(pct: float = 50, *conditions: dict[str, Any], name: str = "rule", **fields: Any) -> dict[str, Any]:
+    """A targeting rule as gates, dynamic configs, segments and experiments' inline rules take it."""
+    return {"name": name, "passPercentage": pct, "conditions": list(conditions), **fields}
+
+
+def country(*codes: str) -> dict[str, Any]:
+    """A condition on the user's country (CA when none is given)."""
+    return {"type": "country", "operator": "any", "targetValue": list(codes) or ["CA"]}

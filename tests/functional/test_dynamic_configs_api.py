@@ -24,7 +24,7 @@ import boto3
 import pytest
 import requests
 
-from tests.e2e.client import assert_error, error_for
+from tests.e2e.client import assert_error, country, error_for, rule, uid
 from tests.functional.lambdas import STORE_TABLE
 
 DC = "/console/v1/dynamic_configs"
@@ -32,18 +32,6 @@ GATES = "/console/v1/gates"
 MAX_TEXT = 100_000
 MAX_STORED = 350_000
 MAX_DEPTH = 32
-
-
-def uid() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-def rule(pct: float = 50, *conditions: dict[str, Any], name: str = "rule", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "passPercentage": pct, "conditions": list(conditions), **fields}
-
-
-def country(*codes: str) -> dict[str, Any]:
-    return {"type": "country", "operator": "any", "targetValue": list(codes) or ["CA"]}
 
 
 def ids_of(listing: dict[str, Any]) -> set[str]:

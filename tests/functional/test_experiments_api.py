@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.e2e.client import ApiClient, assert_error, uid
+from tests.e2e.client import ApiClient, assert_error, country, rule, uid
 
 EXPERIMENTS = "/console/v1/experiments"
 GATES = "/console/v1/gates"
@@ -72,14 +72,6 @@ def metric(name: str = "purchase", type_: str = "event_count", **extra: Any) -> 
 def groups(*sizes: float, names: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     names = names or tuple(f"group {i}" for i in range(len(sizes)))
     return [{"name": n, "size": s, "parameterValues": {}} for n, s in zip(names, sizes, strict=True)]
-
-
-def country(*codes: str) -> dict[str, Any]:
-    return {"type": "country", "operator": "any", "targetValue": list(codes) or ["CA"]}
-
-
-def rule(pct: float, *conditions: dict[str, Any], name: str = "rule") -> dict[str, Any]:
-    return {"name": name, "passPercentage": pct, "conditions": list(conditions)}
 
 
 # --- create ---------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.e2e.client import ApiClient, assert_error, uid
+from tests.e2e.client import ApiClient, assert_error, country, rule, uid
 
 GATES = "/console/v1/gates"
 
@@ -44,14 +44,6 @@ class Console(ApiClient):
 @pytest.fixture(scope="module")
 def console(app_api: ApiClient, app_ingest: ApiClient) -> Console:
     return Console(app_api.url, app_api.key, transport=app_api.transport)
-
-
-def rule(pct: float, *conditions: dict[str, Any], name: str = "rule") -> dict[str, Any]:
-    return {"name": name, "passPercentage": pct, "conditions": list(conditions)}
-
-
-def country(*codes: str) -> dict[str, Any]:
-    return {"type": "country", "operator": "any", "targetValue": list(codes) or ["CA"]}
 
 
 def ids_of(listing: dict[str, Any]) -> set[str]:

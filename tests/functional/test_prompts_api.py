@@ -10,19 +10,14 @@ What needs the gateway or real concurrency (keys, raw bodies, parallel writes) s
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 import requests
 
-from tests.e2e.client import assert_error
+from tests.e2e.client import assert_error, uid
 
 PROMPTS = "/console/v1/prompts"
-
-
-def uid() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 def create(api: Any, **fields: Any) -> dict[str, Any]:

@@ -10,7 +10,6 @@ What needs the gateway or real concurrency (keys, raw bodies, parallel writes) s
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -18,21 +17,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from tests.e2e.client import assert_error
+from tests.e2e.client import assert_error, country, uid
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINES = "/console/v1/release_pipelines"
 GATES = "/console/v1/gates"
 SEGMENTS = "/console/v1/segments"
 DYNAMIC_CONFIGS = "/console/v1/dynamic_configs"
-
-
-def uid() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-def country(*codes: str) -> dict[str, Any]:
-    return {"type": "country", "operator": "any", "targetValue": list(codes) or ["CA"]}
 
 
 def prule(name: str = "rule", *conditions: dict[str, Any], **fields: Any) -> dict[str, Any]:

@@ -12,29 +12,16 @@ What needs the gateway or real concurrency (keys, raw bodies, parallel writes) s
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 import requests
 
-from tests.e2e.client import assert_error
+from tests.e2e.client import assert_error, country, rule, uid
 
 SEGMENTS = "/console/v1/segments"
 GATES = "/console/v1/gates"
 PIPELINES = "/console/v1/release_pipelines"
-
-
-def uid() -> str:
-    return uuid.uuid4().hex[:12]
-
-
-def rule(pct: float = 50, *conditions: dict[str, Any], name: str = "rule", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "passPercentage": pct, "conditions": list(conditions), **fields}
-
-
-def country(*codes: str) -> dict[str, Any]:
-    return {"type": "country", "operator": "any", "targetValue": list(codes) or ["CA"]}
 
 
 def passes(segment_id: str) -> dict[str, Any]:

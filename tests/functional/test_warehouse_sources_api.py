@@ -12,14 +12,13 @@ What needs the gateway or real concurrency (keys, raw bodies, parallel writes) s
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import pytest
 import requests
 
-from tests.e2e.client import assert_error, error_for
+from tests.e2e.client import assert_error, error_for, uid
 
 QE = "/console/v1/experiments/qualifying_events"
 AS_LIST = "/console/v1/experiments/assignment_sources"
@@ -56,10 +55,6 @@ AS_FIELDS = {
     "teamID",
     "scheduledReloadHour",
 } | BOOKKEEPING
-
-
-def uid() -> str:
-    return uuid.uuid4().hex[:12]
 
 
 def mapping(column: str = "user_id", unit: str = "userID") -> dict[str, str]:
