@@ -6,6 +6,7 @@ import importlib.util
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
@@ -15,28 +16,38 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+@contextmanager
+def moto_store() -> Iterator[None]:
     """moto's in-memory AWS with our table created, and fresh boto3 clients around it."""
     from moto import mock_aws
 
     from expconsole import aws as aws_clients
     from expconsole.store import dynamo
 
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "TABLE_NAME": "expconsole-test",
-        "EVENTS_BUCKET": "expconsole-test-events",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    aws_clients.reset()
-    with mock_aws():
-        dynamo.create_table()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "TABLE_NAME": "expconsole-test",
+            "EVENTS_BUCKET": "expconsole-test-events",
+        }.items():
+            patch.setenv(name, value)
+        patch.delenv("AWS_ENDPOINT_URL", raising=False)
+        aws_clients.reset()
+        try:
+            with mock_aws():
+                dynamo.create_table()
+                yield
+        finally:
+            aws_clients.reset()
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    """A fresh moto store for one test."""
+    with moto_store():
         yield
-    aws_clients.reset()
 
 
 def load_function(name: str) -> Any:

@@ -11,32 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
 
 from expconsole_tools.local.process import ServeProcess
+from tests.e2e.client import ApiClient
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class ApiSession(requests.Session):
-    """A requests.Session bound to the server: paths are relative (`api.get("/console/v1/gates")`)."""
-
-    def __init__(self, base_url: str, key: str) -> None:
-        super().__init__()
-        self.base_url = base_url
-        self.headers["SERVICE-API-KEY"] = key
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
-    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", 30)
-        if isinstance(url, str) and url.startswith("/"):
-            url = self.url(url)
-        return super().request(method, url, *args, **kwargs)
 
 
 @pytest.fixture(scope="session")
@@ -47,14 +28,42 @@ def server() -> Iterator[ServeProcess]:
 
 
 @pytest.fixture
-def api(server: ServeProcess) -> Iterator[ApiSession]:
+def api(server: ServeProcess) -> Iterator[ApiClient]:
     """A session sending the console key."""
-    with ApiSession(server.url, server.api_key) as session:
+    with ApiClient(server.url, server.api_key) as session:
         yield session
 
 
 @pytest.fixture
-def server_api(server: ServeProcess) -> Iterator[ApiSession]:
+def server_api(server: ServeProcess) -> Iterator[ApiClient]:
     """A session sending the server secret (ingestion routes)."""
-    with ApiSession(server.url, server.server_secret) as session:
+    with ApiClient(server.url, server.server_secret) as session:
+        yield session
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The data dir of `served`: what the CLI (`expconsole pulse`, `import`) reads beside the server."""
+    return tmp_path_factory.mktemp("data-dir-server")
+
+
+@pytest.fixture(scope="session")
+def served(data_dir: Path) -> Iterator[ServeProcess]:
+    """A server on a data dir (not ephemeral), shared by the modules that run the CLI beside it;
+    a module with a server of its own (test_aws_paths.py) overrides it."""
+    with ServeProcess("--port", "0", "--data-dir", str(data_dir), "--quiet", cwd=REPO) as process:
+        yield process
+
+
+@pytest.fixture
+def console(served: ServeProcess) -> Iterator[ApiClient]:
+    """The console key's client for a module's own server (its `served` fixture)."""
+    with ApiClient(served.url, served.api_key) as session:
+        yield session
+
+
+@pytest.fixture
+def sender(served: ServeProcess) -> Iterator[ApiClient]:
+    """The server secret's client for a module's own server (its `served` fixture)."""
+    with ApiClient(served.url, served.server_secret) as session:
         yield session

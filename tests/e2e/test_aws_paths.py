@@ -9,7 +9,6 @@ from the account itself (the stack's table and bucket) or through `serve --aws`.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -20,17 +19,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import requests
-from scipy import stats
 
 from expconsole_tools.local.process import ServeProcess
 from tests.e2e import aws_account
 from tests.e2e.aws_account import StandInAccount
-from tests.e2e.conftest import REPO, ApiSession
-
-INGEST = "/v1/webhooks/event_webhook"
+from tests.e2e.buyers import INGEST, expected_welch, send_buyers, start_buyers_experiment
+from tests.e2e.client import ApiClient
+from tests.e2e.conftest import REPO
 
 
 @pytest.fixture(scope="module")
@@ -60,18 +57,6 @@ def served(account: StandInAccount, logs: Path) -> Iterator[ServeProcess]:
         stderr=logs / "serve.log",
     ) as process:
         yield process
-
-
-@pytest.fixture
-def console(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.api_key) as session:
-        yield session
-
-
-@pytest.fixture
-def sender(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.server_secret) as session:
-        yield session
 
 
 def stack_items(account: StandInAccount, doc_contains: str) -> list[dict[str, Any]]:
@@ -186,7 +171,7 @@ def test_a_missing_region_is_named_before_anything_is_read(account: StandInAccou
 
 
 def test_serve_writes_to_the_stack_and_serves_the_sdk_from_its_bucket(
-    account: StandInAccount, console: ApiSession, sender: ApiSession, served: ServeProcess
+    account: StandInAccount, console: ApiClient, sender: ApiClient, served: ServeProcess
 ) -> None:
     name = f"aws_gate_{uuid.uuid4().hex[:8]}"
     resp = console.post("/console/v1/gates", json={"name": name, "description": "on the stand-in"})
@@ -224,7 +209,7 @@ def import_aws(account: StandInAccount, root: Path) -> Any:
 
 
 def test_import_lands_in_the_stack_bucket_by_day_and_counts_a_reimport_once(
-    account: StandInAccount, console: ApiSession, tmp_path: Path
+    account: StandInAccount, console: ApiClient, tmp_path: Path
 ) -> None:
     name = f"aws_import_{uuid.uuid4().hex[:8]}"
     day = datetime.now(UTC).date() - timedelta(days=2)
@@ -262,42 +247,11 @@ def test_import_lands_in_the_stack_bucket_by_day_and_counts_a_reimport_once(
 
 
 def test_pulse_loads_an_experiment_whose_results_serve_reads(
-    account: StandInAccount, console: ApiSession, sender: ApiSession
+    account: StandInAccount, console: ApiClient, sender: ApiClient
 ) -> None:
-    metric = f"buyers_{uuid.uuid4().hex[:8]}"
-    body = {"name": metric, "type": "event_user", "metricEvents": [{"name": f"{metric}_purchase"}]}
-    assert console.post("/console/v1/metrics", json=body).status_code == 201
-    resp = console.post(
-        "/console/v1/experiments",
-        json={
-            "name": f"aws_{uuid.uuid4().hex[:8]}",
-            "groups": [{"name": "Control", "id": "c", "size": 50}, {"name": "Test", "id": "t", "size": 50}],
-            "controlGroupID": "c",
-            "primaryMetrics": [{"name": metric, "type": "event_user"}],
-        },
-    )
-    assert resp.status_code == 201, resp.text
-    exp_id = resp.json()["data"]["id"]
-    started = console.put(f"/console/v1/experiments/{exp_id}/start", json={})
-    assert started.status_code == 200, started.text
-    start = started.json()["data"]["startTime"]
+    exp_id, metric, start = start_buyers_experiment(console, "aws")
 
-    rng = np.random.default_rng(5)
-    group = np.where(rng.random(200) < 0.5, "c", "t")
-    bought = rng.random(200) < np.where(group == "t", 0.5, 0.3)
-    events = []
-    for u in range(200):
-        user = {"userID": f"a{u}-{exp_id}"}
-        meta = {"experiment": exp_id, "group": str(group[u])}
-        events.append(
-            {"event": "console::experiment_exposure", "user": user, "timestamp": start + 10, "metadata": meta}
-        )
-        if bought[u]:
-            events.append({"event": f"{metric}_purchase", "user": user, "timestamp": start + 20})
-    sent = sender.post(INGEST, json=events)
-    assert sent.status_code == 202, sent.text
-    while time.time() * 1000 <= start + 100:
-        time.sleep(0.05)
+    group, bought = send_buyers(sender, exp_id, metric, start, seed=5)
 
     run = account.cli(
         "pulse", "--aws", "--stack-name", account.stack_name, "--experiment", exp_id, "--no-progress"
@@ -308,12 +262,7 @@ def test_pulse_loads_an_experiment_whose_results_serve_reads(
     resp = console.get(f"/console/v1/experiments/{exp_id}/pulse_results?control=c&test=t&cuped=false")
     assert resp.status_code == 200, resp.text
     (entry,) = resp.json()["data"]["primaryMetrics"]
-    test, control = bought[group == "t"].astype(float), bought[group == "c"].astype(float)
-    vt, vc = test.var(ddof=1) / test.size, control.var(ddof=1) / control.size
-    delta = test.mean() - control.mean()
-    df = (vt + vc) ** 2 / (vt**2 / (test.size - 1) + vc**2 / (control.size - 1))
-    z = delta / math.sqrt(vt + vc)
-    p = 2 * stats.t.sf(abs(z), df) if df < 100 else 2 * stats.norm.sf(abs(z))
+    delta, p = expected_welch(bought[group == "t"].astype(float), bought[group == "c"].astype(float))
     assert entry["value"] == pytest.approx(delta, rel=1e-9)
     assert entry["p_value"] == pytest.approx(p, rel=1e-9)
     # Without a target: everything due in the account, this experiment among it.

@@ -8,7 +8,7 @@ from typing import Any
 
 import requests
 
-from tests.e2e.conftest import ApiSession
+from tests.e2e.client import ApiClient
 
 INGEST = "/v1/webhooks/event_webhook"
 EVENTS = "/console/v1/events"
@@ -19,7 +19,7 @@ def uid() -> str:
     return uuid.uuid4().hex[:10]
 
 
-def ingest(server_api: ApiSession, events: list[dict[str, Any]]) -> None:
+def ingest(server_api: ApiClient, events: list[dict[str, Any]]) -> None:
     resp = server_api.post(INGEST, json=events)
     assert resp.status_code == 202, resp.text
 
@@ -29,7 +29,7 @@ def ev(name: str, ts: int, **metadata: Any) -> dict[str, Any]:
 
 
 def test_the_list_is_newest_first_paginated_and_holds_the_record_fields(
-    server_api: ApiSession, api: ApiSession
+    server_api: ApiClient, api: ApiClient
 ) -> None:
     name = f"cat_{uid()}"
     future = int(time.time() * 1000) + 3_600_000  # newer than anything other tests log
@@ -47,7 +47,7 @@ def test_the_list_is_newest_first_paginated_and_holds_the_record_fields(
     assert [r["timestamp"] for r in page2] == [str(future - 2), str(future - 3)]
 
 
-def test_the_default_window_is_seven_days(server_api: ApiSession, api: ApiSession) -> None:
+def test_the_default_window_is_seven_days(server_api: ApiClient, api: ApiClient) -> None:
     name = f"old_{uid()}"
     now = int(time.time() * 1000)
     ingest(server_api, [ev(name, now - 10 * DAY_MS), ev(name, now)])
@@ -61,7 +61,7 @@ def test_the_default_window_is_seven_days(server_api: ApiSession, api: ApiSessio
     assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "startDate"
 
 
-def test_one_event_records_only_that_event(server_api: ApiSession, api: ApiSession) -> None:
+def test_one_event_records_only_that_event(server_api: ApiClient, api: ApiClient) -> None:
     a, b = f"a_{uid()}", f"b_{uid()}"
     now = int(time.time() * 1000)
     ingest(server_api, [ev(a, now - 2), ev(b, now - 1), ev(a, now)])
@@ -71,7 +71,7 @@ def test_one_event_records_only_that_event(server_api: ApiSession, api: ApiSessi
 
 
 def test_the_summary_has_daily_counts_last_seen_and_metadata_keys(
-    server_api: ApiSession, api: ApiSession
+    server_api: ApiClient, api: ApiClient
 ) -> None:
     name = f"sum_{uid()}"
     now = int(time.time() * 1000)
@@ -88,7 +88,7 @@ def test_the_summary_has_daily_counts_last_seen_and_metadata_keys(
     assert missing.status_code == 404
 
 
-def test_metrics_of_an_event_are_the_builtins_and_the_stored_metrics_naming_it(api: ApiSession) -> None:
+def test_metrics_of_an_event_are_the_builtins_and_the_stored_metrics_naming_it(api: ApiClient) -> None:
     name = f"pay_{uid()}"
     other = f"other_{uid()}"
     made = []

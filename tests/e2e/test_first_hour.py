@@ -18,8 +18,8 @@ from typing import Any
 import requests
 
 from expconsole_tools.local.process import ServeProcess
-from tests.e2e.client import HttpConsole, uid
-from tests.e2e.conftest import REPO, ApiSession
+from tests.e2e.client import ApiClient, uid
+from tests.e2e.conftest import REPO
 
 EXPERIMENTS = "/console/v1/experiments"
 HOLDOUTS = "/console/v1/holdouts"
@@ -45,7 +45,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def send(server_api: ApiSession, events: list[dict[str, Any]]) -> dict[str, Any]:
+def send(server_api: ApiClient, events: list[dict[str, Any]]) -> dict[str, Any]:
     return ok(server_api.post(WEBHOOK, json=events), 202)
 
 
@@ -62,7 +62,7 @@ def metrics_check(experiment: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_metric_on_a_never_logged_event_warns_with_the_closest_logged_names(
-    api: ApiSession, server_api: ApiSession
+    api: ApiClient, server_api: ApiClient
 ) -> None:
     s = uid()
     logged = f"purchase_{s}"
@@ -92,7 +92,7 @@ def test_metric_on_a_never_logged_event_warns_with_the_closest_logged_names(
     assert back["warnings"] == []
 
 
-def test_experiment_naming_a_never_logged_builtin_warns(api: ApiSession, server_api: ApiSession) -> None:
+def test_experiment_naming_a_never_logged_builtin_warns(api: ApiClient, server_api: ApiClient) -> None:
     s = uid()
     logged = f"checkout_{s}"
     send(server_api, [event(logged, "u1", now_ms() - 1000)])
@@ -114,14 +114,14 @@ def test_experiment_naming_a_never_logged_builtin_warns(api: ApiSession, server_
     assert patched["warnings"] == []
 
 
-def test_custom_count_metric_typed_event_count_is_told_to_use_event_count_custom(api: ApiSession) -> None:
+def test_custom_count_metric_typed_event_count_is_told_to_use_event_count_custom(api: ApiClient) -> None:
     body = error(api.post(METRICS, json={"name": f"clicks {uid()}", "type": "event_count"}), 409)
     assert "event_count_custom" in body["message"]
     assert body["errors"][0]["field"] == "type"
 
 
 def test_pulse_fails_metrics_health_for_never_logged_events_and_says_why_figures_are_null(
-    api: ApiSession, server_api: ApiSession
+    api: ApiClient, server_api: ApiClient
 ) -> None:
     s = uid()
     buy, ghost = f"buy_{s}", f"ghost_{s}"
@@ -175,7 +175,7 @@ def test_pulse_fails_metrics_health_for_never_logged_events_and_says_why_figures
 # --- query parameters ----------------------------------------------------------------------------------
 
 
-def test_unknown_query_parameters_are_refused_naming_them_and_the_accepted_ones(api: ApiSession) -> None:
+def test_unknown_query_parameters_are_refused_naming_them_and_the_accepted_ones(api: ApiClient) -> None:
     body = error(api.get("/console/v1/gates", params={"bogusFilter": "1"}))
     (item,) = body["errors"]
     assert item["field"] == "bogusFilter" and "limit" in item["message"] and "page" in item["message"]
@@ -188,7 +188,7 @@ def test_unknown_query_parameters_are_refused_naming_them_and_the_accepted_ones(
     assert ok(api.get(EXPERIMENTS, params={"limit": 1}))["pagination"]["itemsPerPage"] == 1
 
 
-def test_results_options_that_are_not_parameters_and_fractional_confidence_are_400(api: ApiSession) -> None:
+def test_results_options_that_are_not_parameters_and_fractional_confidence_are_400(api: ApiClient) -> None:
     exp = ok(api.post(EXPERIMENTS, json={"name": f"conf {uid()}"}), 201)["data"]
     path = f"{EXPERIMENTS}/{exp['id']}/pulse_results"
     body = error(api.get(path, params={"bonferroniCorrection": "true"}))
@@ -202,7 +202,7 @@ def test_results_options_that_are_not_parameters_and_fractional_confidence_are_4
     assert ok(api.get(path, params={"confidence": "99"}))["data"]["ds"] is None
 
 
-def test_pulse_results_default_to_control_and_the_one_other_group(api: ApiSession) -> None:
+def test_pulse_results_default_to_control_and_the_one_other_group(api: ApiClient) -> None:
     two = ok(api.post(EXPERIMENTS, json={"name": f"pair {uid()}"}), 201)["data"]
     assert ok(api.get(f"{EXPERIMENTS}/{two['id']}/pulse_results"))["message"]
     three = ok(
@@ -226,9 +226,7 @@ def test_pulse_results_default_to_control_and_the_one_other_group(api: ApiSessio
 # --- ingestion ---------------------------------------------------------------------------------------
 
 
-def test_an_exact_retry_is_reported_as_duplicates_not_accepted(
-    server_api: ApiSession, api: ApiSession
-) -> None:
+def test_an_exact_retry_is_reported_as_duplicates_not_accepted(server_api: ApiClient, api: ApiClient) -> None:
     name = f"retry_{uid()}"
     batch = [event(name, f"u{i}", now_ms() - 1000 - i) for i in range(3)]
     assert send(server_api, batch) == {"success": True, "accepted": 3, "duplicates": 0}
@@ -241,7 +239,7 @@ def test_an_exact_retry_is_reported_as_duplicates_not_accepted(
 
 
 def test_docs_openapi_health_and_root_need_no_key(server: Any) -> None:
-    anonymous = HttpConsole(server.url, "")
+    anonymous = ApiClient(server.url, "")
     page = anonymous.get("/docs", key=None)
     assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
     assert "/openapi.json" in page.text and "/docs/swagger-ui-bundle.js" in page.text
@@ -268,9 +266,9 @@ def test_docs_openapi_health_and_root_need_no_key(server: Any) -> None:
     assert root.status_code == 200 and 'href="/docs"' in root.text and 'href="/openapi.json"' in root.text
 
 
-def test_example_bodies_are_accepted_by_the_api(server: Any, api: ApiSession) -> None:
+def test_example_bodies_are_accepted_by_the_api(server: Any, api: ApiClient) -> None:
     """The example of the create routes is a body the API takes (/docs' "Try it out" works)."""
-    spec = HttpConsole(server.url, "").get("/openapi.json", key=None).json()
+    spec = ApiClient(server.url, "").get("/openapi.json", key=None).json()
     for path in ("/console/v1/gates", "/console/v1/experiments", "/console/v1/segments"):
         example = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"]
         body = {**example, "name": f"{example.get('name', 'example')} {uid()}"}
@@ -280,7 +278,7 @@ def test_example_bodies_are_accepted_by_the_api(server: Any, api: ApiSession) ->
         assert resp.status_code in (200, 201), (path, body, resp.text)
 
 
-def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(api: ApiSession) -> None:
+def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(api: ApiClient) -> None:
     exp = ok(api.post(EXPERIMENTS, json={"name": f"routes {uid()}"}), 201)["data"]
     wrong = api.put(f"{EXPERIMENTS}/{exp['id']}/restart_as_new", json={})
     body = error(wrong, 405)
@@ -289,7 +287,7 @@ def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(api: ApiSession
     assert "/console/v1/experiments" in missing["message"]  # the route meant
     error(api.get("/nothing/here/at/all"), 404)
     # without a key too: the answer names no data, only routes
-    anonymous = requests.get(api.url("/console/v1/nope"), timeout=30)
+    anonymous = api.get("/console/v1/nope", key=None)
     assert anonymous.status_code == 404 and anonymous.json()["status"] == 404
 
 
@@ -312,14 +310,14 @@ def test_cors_allows_localhost_and_the_servers_own_origin(server: Any) -> None:
     assert "Access-Control-Allow-Origin" not in foreign.headers
 
 
-def test_holdout_without_monitoring_metrics_says_so_and_ds_is_a_day(api: ApiSession) -> None:
+def test_holdout_without_monitoring_metrics_says_so_and_ds_is_a_day(api: ApiClient) -> None:
     holdout = ok(api.post(HOLDOUTS, json={"name": f"bare {uid()}", "passPercentage": 10}), 201)["data"]
     body = ok(api.get(f"{HOLDOUTS}/{holdout['id']}/pulse_results"))
     assert "monitoringMetrics" in body["message"] and "No pulse results yet" not in body["message"]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", body["data"]["ds"])
 
 
-def test_holdout_load_pulse_exists_and_a_holdout_without_metrics_says_so(api: ApiSession) -> None:
+def test_holdout_load_pulse_exists_and_a_holdout_without_metrics_says_so(api: ApiClient) -> None:
     bare = ok(api.post(HOLDOUTS, json={"name": f"bare load {uid()}", "passPercentage": 10}), 201)["data"]
     body = error(api.post(f"{HOLDOUTS}/{bare['id']}/load_pulse", params={"wait": "true"}, json={}))
     assert body["errors"][0]["field"] == "monitoringMetrics"
@@ -388,7 +386,7 @@ def test_generated_keys_are_kept_in_the_data_dir_and_reused_and_can_be_deactivat
 
 
 def test_load_pulse_is_queued_as_in_aws_and_history_shows_it_running_then_done(
-    api: ApiSession, server_api: ApiSession
+    api: ApiClient, server_api: ApiClient
 ) -> None:
     s = uid()
     exp = ok(

@@ -11,39 +11,20 @@ import re
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
-from expconsole_tools.local.process import ServeProcess
-from tests.e2e.conftest import REPO, ApiSession
+from tests.e2e.client import ApiClient
+from tests.e2e.conftest import REPO
 
 TOTALS = re.compile(
     r"(\d+) files, (\d+) failed; (\d+) rows, (\d+) accepted, (\d+) duplicates \(already stored\), "
     r"(\d+) rejected"
 )
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("import-server")
-
-
-@pytest.fixture(scope="module")
-def served(data_dir: Path) -> Iterator[ServeProcess]:
-    with ServeProcess("--port", "0", "--data-dir", str(data_dir), "--quiet", cwd=REPO) as process:
-        yield process
-
-
-@pytest.fixture
-def console(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.api_key) as session:
-        yield session
 
 
 def run_import(root: Path, data_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -78,7 +59,7 @@ def totals(output: str) -> dict[str, int]:
     )
 
 
-def records(api: ApiSession, name: str) -> list[dict[str, Any]]:
+def records(api: ApiClient, name: str) -> list[dict[str, Any]]:
     resp = api.get(f"/console/v1/events/{name}", params={"limit": 1000})
     assert resp.status_code == 200, resp.text
     body = resp.json()
@@ -86,7 +67,7 @@ def records(api: ApiSession, name: str) -> list[dict[str, Any]]:
     return body["data"]
 
 
-def summary(api: ApiSession, name: str) -> dict[str, Any]:
+def summary(api: ApiClient, name: str) -> dict[str, Any]:
     resp = api.get(f"/console/v1/events/{name}/summary")
     assert resp.status_code == 200, resp.text
     return resp.json()["data"]
@@ -129,7 +110,7 @@ def write_tree(root: Path, day: str, start: int, names: dict[str, str]) -> dict[
     return good
 
 
-def test_import_a_day_directory_of_each_format(tmp_path: Path, data_dir: Path, console: ApiSession) -> None:
+def test_import_a_day_directory_of_each_format(tmp_path: Path, data_dir: Path, console: ApiClient) -> None:
     suffix = uuid.uuid4().hex[:8]
     names = {"parquet": f"imp_pq_{suffix}", "jsonl": f"imp_jl_{suffix}", "csv": f"imp_csv_{suffix}"}
     yesterday = datetime.now(UTC).date() - timedelta(days=1)
@@ -180,7 +161,7 @@ def test_import_a_day_directory_of_each_format(tmp_path: Path, data_dir: Path, c
 
 
 def test_a_directory_that_is_not_a_day_is_named_and_nothing_is_uploaded(
-    tmp_path: Path, data_dir: Path, console: ApiSession
+    tmp_path: Path, data_dir: Path, console: ApiClient
 ) -> None:
     name = f"imp_never_{uuid.uuid4().hex[:8]}"
     today = datetime.now(UTC).date()

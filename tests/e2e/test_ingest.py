@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.e2e.conftest import ApiSession
+from tests.e2e.client import ApiClient
 
 PATH = "/v1/webhooks/event_webhook"
 DAY_MS = 86_400_000
@@ -34,17 +34,17 @@ def ev(name: str, **fields: Any) -> dict[str, Any]:
     return {k: v for k, v in base.items() if v is not ...}
 
 
-def records(api: ApiSession, name: str, **params: Any) -> dict[str, Any]:
+def records(api: ApiClient, name: str, **params: Any) -> dict[str, Any]:
     resp = api.get(f"/console/v1/events/{name}", params={"limit": 1000, **params})
     assert resp.status_code == 200, resp.text
     return resp.json()
 
 
-def post(server_api: ApiSession, body: Any) -> requests.Response:
+def post(server_api: ApiClient, body: Any) -> requests.Response:
     return server_api.post(PATH, json=body)
 
 
-def test_one_event_is_accepted_and_listed(server_api: ApiSession, api: ApiSession) -> None:
+def test_one_event_is_accepted_and_listed(server_api: ApiClient, api: ApiClient) -> None:
     name = f"signup_{uid()}"
     ts = now_ms() - 1000
     resp = post(
@@ -72,7 +72,7 @@ def test_one_event_is_accepted_and_listed(server_api: ApiSession, api: ApiSessio
     ]
 
 
-def test_array_and_events_batches_are_accepted(server_api: ApiSession, api: ApiSession) -> None:
+def test_array_and_events_batches_are_accepted(server_api: ApiClient, api: ApiClient) -> None:
     name = f"click_{uid()}"
     t = now_ms()
     resp = post(server_api, [ev(name, timestamp=t - 3, value="a"), ev(name, timestamp=t - 2)])
@@ -87,7 +87,7 @@ def test_array_and_events_batches_are_accepted(server_api: ApiSession, api: ApiS
     assert [r["value"] for r in body["data"]] == ["", "", "a"]
 
 
-def test_a_missing_timestamp_is_the_time_of_receipt(server_api: ApiSession, api: ApiSession) -> None:
+def test_a_missing_timestamp_is_the_time_of_receipt(server_api: ApiClient, api: ApiClient) -> None:
     name = f"nots_{uid()}"
     before = now_ms()
     assert post(server_api, ev(name, timestamp=...)).status_code == 202
@@ -95,7 +95,7 @@ def test_a_missing_timestamp_is_the_time_of_receipt(server_api: ApiSession, api:
     assert before <= int(record["timestamp"]) <= now_ms()
 
 
-def test_a_retried_request_stores_nothing_twice(server_api: ApiSession, api: ApiSession) -> None:
+def test_a_retried_request_stores_nothing_twice(server_api: ApiClient, api: ApiClient) -> None:
     name = f"retry_{uid()}"
     batch = [ev(name, timestamp=now_ms() - 10), ev(name, timestamp=now_ms() - 10)]  # same event twice
     for _ in range(3):
@@ -113,7 +113,7 @@ def test_a_retried_request_stores_nothing_twice(server_api: ApiSession, api: Api
     assert records(api, name)["pagination"]["totalItems"] == 4
 
 
-def test_one_batch_lands_in_two_day_partitions(server_api: ApiSession, api: ApiSession) -> None:
+def test_one_batch_lands_in_two_day_partitions(server_api: ApiClient, api: ApiClient) -> None:
     name = f"days_{uid()}"
     t = now_ms()
     assert post(server_api, [ev(name, timestamp=t), ev(name, timestamp=t - 3 * DAY_MS)]).status_code == 202
@@ -156,7 +156,7 @@ INVALID: list[tuple[str, Any, str]] = [
     ("field", "bad", "words"), INVALID, ids=[f"{f}-{i}" for i, (f, _, _) in enumerate(INVALID)]
 )
 def test_each_rule_is_a_400_naming_the_index_and_field_and_stores_nothing(
-    server_api: ApiSession, api: ApiSession, field: str, bad: Any, words: str
+    server_api: ApiClient, api: ApiClient, field: str, bad: Any, words: str
 ) -> None:
     name = f"bad_{uid()}"
     top = field.split(".")[0]
@@ -173,7 +173,7 @@ def test_each_rule_is_a_400_naming_the_index_and_field_and_stores_nothing(
     assert records(api, name)["pagination"]["totalItems"] == 0
 
 
-def test_every_bad_event_is_named(server_api: ApiSession) -> None:
+def test_every_bad_event_is_named(server_api: ApiClient) -> None:
     resp = post(server_api, {"events": [ev("ok"), {"user": {"userID": "u"}}, 7, ev("ok", metadata=[])]})
     assert resp.status_code == 400
     assert [e["field"] for e in resp.json()["errors"]] == [
@@ -187,19 +187,19 @@ def test_every_bad_event_is_named(server_api: ApiSession) -> None:
     ("body", "field"),
     [("not json", "body"), ("", "body"), ("3", "body"), ("[]", "events"), ('{"events": {}}', "events")],
 )
-def test_malformed_bodies_are_400s(server_api: ApiSession, body: str, field: str) -> None:
+def test_malformed_bodies_are_400s(server_api: ApiClient, body: str, field: str) -> None:
     resp = server_api.post(PATH, data=body, headers={"Content-Type": "application/json"})
     assert resp.status_code == 400, resp.text
     assert resp.json()["errors"][0]["field"] == field
 
 
-def test_a_single_event_error_is_events_0(server_api: ApiSession) -> None:
+def test_a_single_event_error_is_events_0(server_api: ApiClient) -> None:
     resp = post(server_api, ev("x", timestamp=12))
     assert resp.status_code == 400
     assert resp.json()["errors"][0]["field"] == "events[0].timestamp"
 
 
-def test_2001_events_is_a_413_naming_the_limit(server_api: ApiSession) -> None:
+def test_2001_events_is_a_413_naming_the_limit(server_api: ApiClient) -> None:
     resp = post(server_api, [ev("many", metadata=...) for _ in range(2001)])
     assert resp.status_code == 413, resp.text
     assert "2000" in resp.json()["message"]
@@ -208,7 +208,7 @@ def test_2001_events_is_a_413_naming_the_limit(server_api: ApiSession) -> None:
     assert ok.json()["accepted"] == 2000
 
 
-def test_a_body_over_1_mib_is_a_413_naming_the_limit(server_api: ApiSession, api: ApiSession) -> None:
+def test_a_body_over_1_mib_is_a_413_naming_the_limit(server_api: ApiClient, api: ApiClient) -> None:
     name = f"big_{uid()}"
     body = json.dumps([ev(name, metadata={"pad": "x" * 600_000}), ev(name, metadata={"pad": "y" * 500_000})])
     assert len(body) > 1_048_576
@@ -232,6 +232,6 @@ def test_a_console_key_is_a_403_and_none_or_unknown_a_401(server: Any) -> None:
         )
 
 
-def test_a_non_json_content_type_is_refused(server_api: ApiSession) -> None:
+def test_a_non_json_content_type_is_refused(server_api: ApiClient) -> None:
     resp = server_api.post(PATH, data=json.dumps(ev("ct")), headers={"Content-Type": "text/plain"})
     assert resp.status_code == 415

@@ -15,8 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tests.e2e.client import uid
-from tests.e2e.conftest import ApiSession
+from tests.e2e.client import ApiClient, uid
 from tests.pulse_reference import (
     DAY_MS,
     EXPOSURE,
@@ -62,7 +61,7 @@ def ok(resp: Any, status: int = 200) -> dict[str, Any]:
     return resp.json()
 
 
-def make_metrics(api: ApiSession, s: str, ev: dict[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
+def make_metrics(api: ApiClient, s: str, ev: dict[str, str]) -> tuple[list[dict[str, Any]], list[str]]:
     revenue = {"name": f"revenue {s}", "type": "sum", "metricEvents": [{"name": ev["buy"]}]}
     bodies = [
         revenue,
@@ -156,7 +155,7 @@ def population(s: str, exp_id: str, start: int, ev: dict[str, str]) -> tuple[lis
     return out, unknown
 
 
-def test_pulse_results_equal_an_independent_computation(api: ApiSession, server_api: ApiSession) -> None:
+def test_pulse_results_equal_an_independent_computation(api: ApiClient, server_api: ApiClient) -> None:
     s = uid()
     ev = {"view": f"view_{s}", "cart": f"cart_{s}", "buy": f"purchase_{s}"}
     bodies, metric_ids = make_metrics(api, s, ev)

@@ -7,46 +7,17 @@ events the test generated, with numpy and scipy.
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
 
-from expconsole_tools.local.process import ServeProcess
-from tests.e2e.client import uid
-from tests.e2e.conftest import REPO, ApiSession
-
-INGEST = "/v1/webhooks/event_webhook"
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("pulse-cli-server")
-
-
-@pytest.fixture(scope="module")
-def served(data_dir: Path) -> Iterator[ServeProcess]:
-    with ServeProcess("--port", "0", "--data-dir", str(data_dir), "--quiet", cwd=REPO) as process:
-        yield process
-
-
-@pytest.fixture
-def console(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.api_key) as session:
-        yield session
-
-
-@pytest.fixture
-def sender(served: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(served.url, served.server_secret) as session:
-        yield session
+from tests.e2e.buyers import expected_welch, make_buyers_metric, send, send_buyers, start_buyers_experiment
+from tests.e2e.client import ApiClient, uid
+from tests.e2e.conftest import REPO
 
 
 def pulse_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -68,31 +39,8 @@ def pulse_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def send(sender: ApiSession, events: list[dict[str, Any]]) -> None:
-    for start in range(0, len(events), 1000):
-        resp = sender.post(INGEST, json=events[start : start + 1000])
-        assert resp.status_code == 202, resp.text
-
-
-def make_buyers_metric(console: ApiSession) -> str:
-    name = f"buyers_{uid()}"
-    body = {"name": name, "type": "event_user", "metricEvents": [{"name": f"{name}_purchase"}]}
-    assert console.post("/console/v1/metrics", json=body).status_code == 201
-    return name
-
-
-def expected_welch(test: np.ndarray, control: np.ndarray) -> tuple[float, float]:
-    """Δ of means and its two-sided p-value (STATS.md: Student's t below 100 Welch df, else normal)."""
-    vt, vc = test.var(ddof=1) / test.size, control.var(ddof=1) / control.size
-    delta = test.mean() - control.mean()
-    df = (vt + vc) ** 2 / (vt**2 / (test.size - 1) + vc**2 / (control.size - 1))
-    z = delta / math.sqrt(vt + vc)
-    p = 2 * stats.t.sf(abs(z), df) if df < 100 else 2 * stats.norm.sf(abs(z))
-    return delta, p
-
-
 def test_pulse_command_loads_a_holdout_whose_figures_match_the_raw_events(
-    console: ApiSession, sender: ApiSession, data_dir: Path
+    console: ApiClient, sender: ApiClient, data_dir: Path
 ) -> None:
     metric = make_buyers_metric(console)
     resp = console.post(
@@ -141,23 +89,9 @@ def test_pulse_command_loads_a_holdout_whose_figures_match_the_raw_events(
 
 
 def test_pulse_command_loads_an_experiment_and_records_the_load(
-    console: ApiSession, sender: ApiSession, data_dir: Path
+    console: ApiClient, sender: ApiClient, data_dir: Path
 ) -> None:
-    metric = make_buyers_metric(console)
-    resp = console.post(
-        "/console/v1/experiments",
-        json={
-            "name": f"cli_{uid()}",
-            "groups": [{"name": "Control", "id": "c", "size": 50}, {"name": "Test", "id": "t", "size": 50}],
-            "controlGroupID": "c",
-            "primaryMetrics": [{"name": metric, "type": "event_user"}],
-        },
-    )
-    assert resp.status_code == 201, resp.text
-    exp_id = resp.json()["data"]["id"]
-    started = console.put(f"/console/v1/experiments/{exp_id}/start", json={})
-    assert started.status_code == 200, started.text
-    start = started.json()["data"]["startTime"]
+    exp_id, metric, start = start_buyers_experiment(console, "cli")
 
     # A date before the start has nothing to analyse: success, and no results yet.
     day_before = time.strftime("%Y-%m-%d", time.gmtime(start / 1000 - 86_400))
@@ -170,21 +104,7 @@ def test_pulse_command_loads_an_experiment_and_records_the_load(
         == []
     )
 
-    rng = np.random.default_rng(11)
-    group = np.where(rng.random(200) < 0.5, "c", "t")
-    bought = rng.random(200) < np.where(group == "t", 0.5, 0.3)
-    events = []
-    for u in range(200):
-        user = {"userID": f"x{u}-{exp_id}"}
-        meta = {"experiment": exp_id, "group": str(group[u])}
-        events.append(
-            {"event": "console::experiment_exposure", "user": user, "timestamp": start + 10, "metadata": meta}
-        )
-        if bought[u]:
-            events.append({"event": f"{metric}_purchase", "user": user, "timestamp": start + 20})
-    send(sender, events)
-    while time.time() * 1000 <= start + 100:
-        time.sleep(0.05)
+    group, bought = send_buyers(sender, exp_id, metric, start, seed=11)
 
     run = pulse_cli(data_dir, "--experiment", exp_id)
     assert run.returncode == 0, run.stderr

@@ -21,7 +21,7 @@ import requests
 from scipy import stats
 
 from expconsole.services.sdk.evaluator import Evaluator
-from tests.e2e.conftest import ApiSession
+from tests.e2e.client import ApiClient
 from tests.e2e.sdk_clients import (
     core_sdk,
     core_user,
@@ -88,11 +88,11 @@ def _ok(response: requests.Response) -> dict[str, Any]:
     return response.json()["data"]
 
 
-def _started(api: ApiSession, exp_id: str) -> None:
+def _started(api: ApiClient, exp_id: str) -> None:
     _ok(api.put(f"/console/v1/experiments/{exp_id}/start", json={}))
 
 
-def create_world(api: ApiSession) -> dict[str, Any]:
+def create_world(api: ApiClient) -> dict[str, Any]:
     """Everything the issue names, created through the console API."""
     _ok(api.post("/console/v1/segments", json={"name": f"{P}seg ids", "type": "id_list"}))
     ids = [f"user-{i}" for i in range(0, 10_000, 5)]
@@ -218,7 +218,7 @@ def create_world(api: ApiSession) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def world(server: Any) -> Iterator[dict[str, Any]]:
-    with ApiSession(server.url, server.api_key) as api:
+    with ApiClient(server.url, server.api_key) as api:
         made = create_world(api)
     names = made["gates"] + made["configs"] + made["experiments"] + made["layers"]
     made["doc"] = wait_for_document(server.url, server.server_secret, names)

@@ -13,8 +13,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from tests.e2e.client import uid
-from tests.e2e.conftest import ApiSession
+from tests.e2e.client import ApiClient, uid
 from tests.e2e.sdk_clients import guarded_network, pure_sdk, wait_for_document
 
 USERS = 20_000
@@ -26,7 +25,7 @@ def ok(response: Any, status: int = 200) -> dict[str, Any]:
     return response.json()["data"]
 
 
-def test_sdk_assignments_and_events_reach_pulse(api: ApiSession, server: Any) -> None:
+def test_sdk_assignments_and_events_reach_pulse(api: ApiClient, server: Any) -> None:
     from statsig import StatsigEvent, StatsigUser
 
     s = uid()

@@ -25,8 +25,7 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_play
 
 from expconsole_tools.local.backend import LOCAL_REGION, LOCAL_TABLE
 from expconsole_tools.local.process import ServeProcess
-from tests.e2e.client import uid
-from tests.e2e.conftest import ApiSession
+from tests.e2e.client import ApiClient, uid
 from tests.pulse_reference import EXPOSURE
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -142,7 +141,7 @@ def test_sign_in_refuses_a_wrong_key_and_keeps_the_key_out_of_urls(
     context.close()
 
 
-def test_static_files_are_public_typed_and_confined(api: ApiSession) -> None:
+def test_static_files_are_public_typed_and_confined(api: ApiClient) -> None:
     page = api.get("/", headers={"SERVICE-API-KEY": ""})
     assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
     assert "default-src 'self'" in page.headers["Content-Security-Policy"]
@@ -162,7 +161,7 @@ def test_static_files_are_public_typed_and_confined(api: ApiSession) -> None:
 
 
 def test_create_through_the_form_shows_the_apis_field_error_then_creates(
-    console: Console, api: ApiSession
+    console: Console, api: ApiClient
 ) -> None:
     page, name = console.page, f"web form {uid()}"
     console.open("experiments/new")
@@ -217,7 +216,7 @@ def test_create_through_the_form_shows_the_apis_field_error_then_creates(
     assert saved["hypothesis"] == "Checkout in one page sells more." and saved["version"] == 3
 
 
-def test_experiment_list_filters_by_text_and_status(console: Console, api: ApiSession) -> None:
+def test_experiment_list_filters_by_text_and_status(console: Console, api: ApiClient) -> None:
     word = f"Filterable{uid()}"
     first = ok(api.post(EXPERIMENTS, json={"name": f"{word} one"}), 201)["data"]
     second = ok(api.post(EXPERIMENTS, json={"name": f"{word} two"}), 201)["data"]
@@ -246,8 +245,8 @@ def seeded(server: ServeProcess) -> dict[str, Any]:
     s = uid()
     buy, view = f"buy_{s}", f"view_{s}"
     with (
-        ApiSession(server.url, server.api_key) as api,
-        ApiSession(server.url, server.server_secret) as ingest,
+        ApiClient(server.url, server.api_key) as api,
+        ApiClient(server.url, server.server_secret) as ingest,
     ):
         revenue = {"name": f"revenue {s}", "type": "sum", "metricEvents": [{"name": buy}]}
         ok(api.post("/console/v1/metrics", json=revenue), 201)
@@ -336,7 +335,7 @@ def _rows(page: Page) -> dict[str, dict[str, str]]:
 
 
 def test_results_page_shows_the_known_effect_and_the_apis_cuped_interval(
-    console: Console, api: ApiSession, seeded: dict[str, Any]
+    console: Console, api: ApiClient, seeded: dict[str, Any]
 ) -> None:
     page, exp_id = console.page, seeded["id"]
     console.open(f"experiments/{exp_id}/results")
@@ -384,7 +383,7 @@ def test_results_page_shows_the_known_effect_and_the_apis_cuped_interval(
 
 
 def test_effect_over_time_has_one_point_per_result_day(
-    console: Console, api: ApiSession, seeded: dict[str, Any]
+    console: Console, api: ApiClient, seeded: dict[str, Any]
 ) -> None:
     page, exp_id = console.page, seeded["id"]
     series = ok(
@@ -426,7 +425,7 @@ def test_results_page_fits_a_phone(browser: Browser, server: ServeProcess, seede
 # --- gates, configs, events, holdouts -----------------------------------------------------------------------
 
 
-def test_gates_list_filters_and_a_gate_reads_in_words(console: Console, api: ApiSession) -> None:
+def test_gates_list_filters_and_a_gate_reads_in_words(console: Console, api: ApiClient) -> None:
     tag, other = f"web-{uid()}", f"other-{uid()}"
     rule = {
         "name": "beta",
@@ -455,7 +454,7 @@ def test_gates_list_filters_and_a_gate_reads_in_words(console: Console, api: Api
     console.shot("gate")
 
 
-def test_dynamic_config_page_shows_values_and_rules(console: Console, api: ApiSession) -> None:
+def test_dynamic_config_page_shows_values_and_rules(console: Console, api: ApiClient) -> None:
     tag = f"web-{uid()}"  # the session's server holds other tests' configs: filter to this one
     body = {
         "name": f"config {uid()}",
@@ -484,7 +483,7 @@ def test_events_page_charts_daily_counts_and_lists_metrics(console: Console, see
     console.shot("events")
 
 
-def test_holdouts_pages(console: Console, api: ApiSession) -> None:
+def test_holdouts_pages(console: Console, api: ApiClient) -> None:
     holdout = ok(
         api.post("/console/v1/holdouts", json={"name": f"holdout {uid()}", "passPercentage": 10}), 201
     )

@@ -17,50 +17,11 @@ from expconsole import kinds
 from expconsole.services import entities, ingest
 from expconsole.store import dynamo, group_stats, s3
 from tests.conftest import Caller
+from tests.functional.pulse_metrics import METRICS
 
 DAY = 86_400_000
 START = 1_767_571_200_000 + 6 * 3_600_000  # 2026-01-05T06:00Z
 NOW = START + 3 * DAY
-METRICS = [
-    {"name": "revenue", "type": "sum", "metricEvents": [{"name": "purchase"}]},
-    {"name": "buyers", "type": "event_user", "metricEvents": [{"name": "purchase"}]},
-    {
-        "name": "items",
-        "type": "event_count_custom",
-        "metricEvents": [{"name": "view", "type": "count_distinct", "metadataKey": "item"}],
-    },
-    {
-        "name": "per view",
-        "type": "ratio",
-        "metricComponentMetrics": [
-            {"name": "revenue", "type": "sum"},
-            {"name": "view", "type": "event_count"},
-        ],
-    },
-    {
-        "name": "engagement",
-        "type": "composite_sum",
-        "metricComponentMetrics": [{"name": "revenue", "type": "sum"}, {"name": "view", "type": "event_dau"}],
-    },
-    {
-        "name": "checkout",
-        "type": "funnel",
-        "funnelCountDistinct": "users",
-        "funnelEventList": [
-            {"name": "view", "type": "event_count"},
-            {"name": "purchase", "type": "event_count"},
-        ],
-    },
-    {
-        "name": "sessions",
-        "type": "funnel",
-        "funnelCountDistinct": "events",
-        "funnelEventList": [
-            {"name": "view", "type": "event_count"},
-            {"name": "purchase", "type": "event_count"},
-        ],
-    },
-]
 
 
 def main() -> dict[str, Any]:

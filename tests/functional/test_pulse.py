@@ -29,6 +29,7 @@ from expconsole.services import entities, ingest, pulse_loads
 from expconsole.services.pulse import daydata, run
 from expconsole.store import group_stats, s3
 from tests.conftest import LAMBDA_CONTEXT, Caller, load_function
+from tests.functional.pulse_metrics import METRICS
 from tests.pulse_reference import (
     DAY_MS,
     EXPOSURE,
@@ -54,69 +55,6 @@ GROUPS = [
 EXP = "/console/v1/experiments"
 _names = itertools.count()
 
-REVENUE = {"name": "revenue", "type": "sum", "metricEvents": [{"name": "purchase"}]}
-METRICS: list[dict[str, Any]] = [
-    REVENUE,
-    {"name": "buyers", "type": "event_user", "metricEvents": [{"name": "purchase"}]},
-    {
-        "name": "paid orders and searches",
-        "type": "event_count_custom",
-        "metricEvents": [
-            {
-                "name": "purchase",
-                "criteria": [
-                    {"type": "metadata", "column": "plan", "condition": "in", "values": ["pro", "team"]}
-                ],
-            },
-            {"name": "search", "criteria": [{"type": "value", "condition": "in", "values": ["10", "25"]}]},
-        ],
-    },
-    {
-        "name": "big orders",
-        "type": "event_count_custom",
-        "metricEvents": [
-            {"name": "purchase", "criteria": [{"type": "value", "condition": ">=", "values": ["30"]}]}
-        ],
-    },
-    {
-        "name": "distinct items",
-        "type": "event_count_custom",
-        "metricEvents": [{"name": "view", "type": "count_distinct", "metadataKey": "item"}],
-    },
-    {
-        "name": "basket amount",
-        "type": "sum",
-        "metricEvents": [{"name": "cart", "type": "metadata", "metadataKey": "amount"}],
-    },
-    {
-        "name": "engagement",
-        "type": "composite_sum",
-        "metricComponentMetrics": [
-            {"name": "revenue", "type": "sum"},
-            {"name": "view", "type": "event_count"},
-        ],
-    },
-    {
-        "name": "revenue per view",
-        "type": "ratio",
-        "metricComponentMetrics": [
-            {"name": "revenue", "type": "sum"},
-            {"name": "view", "type": "event_count"},
-        ],
-    },
-    {
-        "name": "checkout sessions",
-        "type": "funnel",
-        "funnelEventList": [{"name": n, "type": "event_count"} for n in ("view", "cart", "purchase")],
-        "funnelCountDistinct": "events",
-    },
-    {
-        "name": "checkout users",
-        "type": "funnel",
-        "funnelEventList": [{"name": n, "type": "event_count"} for n in ("view", "cart", "purchase")],
-        "funnelCountDistinct": "users",
-    },
-]
 BUILTINS = ["view::event_count", "view::event_dau"]
 REVENUE_REF = {"name": "revenue", "type": "sum"}
 METRIC_IDS = [f"{m['name']}::{m['type']}" for m in METRICS] + BUILTINS

@@ -71,25 +71,13 @@ CUMULATIVE = {
         "d": (1, (2, 2), (0, 2)),
     },
 }
+NOTHING = (0, (0, 0), (0, 0))
+# The same days counted one at a time: day 0 is the cumulative day 0; on day 2 only d's second
+# visit (view cart view) is new.
 ONE_DAY = {
-    0: {
-        "a": (1, (0, 2), (0, 2)),
-        "b": (0, (1, 1), (1, 1)),
-        "c": (0, (0, 1), (0, 1)),
-        "d": (0, (0, 1), (0, 1)),
-    },
-    1: {
-        "a": (0, (0, 0), (0, 0)),
-        "b": (0, (0, 0), (0, 0)),
-        "c": (0, (0, 0), (0, 0)),
-        "d": (0, (0, 0), (0, 0)),
-    },
-    2: {
-        "a": (0, (0, 0), (0, 0)),
-        "b": (0, (0, 0), (0, 0)),
-        "c": (0, (0, 0), (0, 0)),
-        "d": (0, (1, 1), (0, 1)),
-    },
+    0: CUMULATIVE[0],
+    1: dict.fromkeys("abcd", NOTHING),
+    2: {**dict.fromkeys("abc", NOTHING), "d": (0, (1, 1), (0, 1))},
 }
 
 

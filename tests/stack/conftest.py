@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 
 from expconsole_tools.local.process import ServeProcess
-from tests.e2e.conftest import ApiSession
+from tests.e2e.conftest import api, server_api
+
+__all__ = ["api", "server_api"]  # the e2e clients, on the built stack's `server` below
 
 REPO = Path(__file__).resolve().parents[2]
 # One cache per checkout: a run prunes its checkout's older builds, never another checkout's.
@@ -104,15 +106,3 @@ def server(build_dir: Path) -> Iterator[ServeProcess]:
     """A local server running the built functions (what `sam deploy` would ship)."""
     with ServeProcess("--ephemeral", "--port", "0", "--build-dir", str(build_dir), cwd=REPO) as process:
         yield process
-
-
-@pytest.fixture
-def api(server: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(server.url, server.api_key) as session:
-        yield session
-
-
-@pytest.fixture
-def server_api(server: ServeProcess) -> Iterator[ApiSession]:
-    with ApiSession(server.url, server.server_secret) as session:
-        yield session

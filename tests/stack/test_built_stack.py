@@ -16,7 +16,8 @@ import pytest
 from expconsole_tools.local.artifact import function_sizes
 from expconsole_tools.local.process import ServeProcess
 from expconsole_tools.local.template import load_functions
-from tests.e2e.conftest import REPO, ApiSession
+from tests.e2e.client import ApiClient
+from tests.e2e.conftest import REPO
 
 LIMIT_MIB = 230
 MIB = 1024 * 1024
@@ -105,7 +106,7 @@ def test_a_module_missing_from_a_layer_fails_its_function(build_dir: Path, tmp_p
     log = tmp_path / "serve.log"
     with (
         ServeProcess("--ephemeral", "--port", "0", "--build-dir", str(build), cwd=REPO, stderr=log) as server,
-        ApiSession(server.url, server.api_key) as api,
+        ApiClient(server.url, server.api_key) as api,
     ):
         response = api.get("/console/v1/gates")
     assert response.status_code == 500 and response.json() == {"message": "Internal Server Error"}

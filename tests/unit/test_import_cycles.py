@@ -1,4 +1,5 @@
-"""No import cycle in the expconsole package, counting imports inside functions too.
+"""No import cycle in the expconsole packages, counting imports inside functions too; and the
+runtime package (expconsole, shipped to Lambda) never imports the tooling (expconsole_tools).
 
 A cycle hidden in a function-level import still ties the modules together: each needs the
 other to be loadable, and a change to one can break the other at run time. The graph is built
@@ -10,19 +11,22 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2] / "layers" / "core"
-PACKAGE = "expconsole"
+REPO = Path(__file__).resolve().parents[2]
+# Each package and the folder that holds it.
+PACKAGES = {"expconsole": REPO / "layers" / "core", "expconsole_tools": REPO / "tools"}
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
 def _modules() -> dict[str, Path]:
-    return {_module_name(p): p for p in (ROOT / PACKAGE).rglob("*.py")}
+    return {
+        _module_name(p, root): p for package, root in PACKAGES.items() for p in (root / package).rglob("*.py")
+    }
 
 
 def _resolve(name: str, modules: dict[str, Path]) -> str | None:
@@ -115,6 +119,16 @@ def test_cycles_are_found_and_function_level_imports_are_edges() -> None:
     assert "expconsole_tools.importer" in graph["expconsole_tools.cli"]
     # So is an import inside a function of a service.
     assert "expconsole.services.metrics" in graph["expconsole.services.experiments"]
+
+
+def test_the_runtime_package_never_imports_the_tooling() -> None:
+    graph = _graph()
+    wrong = {
+        module: sorted(t for t in targets if t.split(".")[0] == "expconsole_tools")
+        for module, targets in graph.items()
+        if module.split(".")[0] == "expconsole"
+    }
+    assert {m: t for m, t in wrong.items() if t} == {}
 
 
 def test_no_import_cycle_in_the_package() -> None:
