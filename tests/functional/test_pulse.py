@@ -647,7 +647,7 @@ def test_the_scheduled_event_loads_due_experiments_incrementally(
     handler = load_function("pulse").lambda_handler
     out = handler({"detail-type": "Scheduled Event", "time": "2026-03-19T12:00:00Z"}, LAMBDA_CONTEXT)
     assert out == {"loaded": [exp_id], "failed": []}
-    history = pulse_loads.history(exp_id, 1, 10, "/x", "")[0]
+    history = pulse_loads.history(exp_id, 1, 10).items
     assert [(h["creatorName"], h["reloadType"], h["finishedState"]) for h in history] == [
         ("Scheduled reload", "incremental", "success")
     ]
