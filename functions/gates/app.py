@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -10,10 +10,11 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from expconsole import kinds
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged
+from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.gates import (
+    Gate,
     GateCreate,
     GateEnvelope,
     GateListEnvelope,
@@ -36,31 +37,32 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Gates"]
 
 
-def _updated(gate: dict[str, Any]) -> dict[str, Any]:
-    return ok("Gate updated successfully.", gate)
+def _updated(gate: Gate) -> GateEnvelope:
+    return GateEnvelope(message="Gate updated successfully.", data=gate)
 
 
 @router.post(BASE, tags=TAGS, summary="Create a gate", responses=responses(201, GateEnvelope, "Created", 409))
-def create_gate(body: GateCreate) -> tuple[dict[str, Any], int]:
-    return ok("Gate created successfully.", gates.create(body)), 201
+def create_gate(body: GateCreate) -> tuple[GateEnvelope, int]:
+    return GateEnvelope(message="Gate created successfully.", data=gates.create(body)), 201
 
 
 @router.get(
     BASE, tags=TAGS, summary="List gates", responses=responses(200, GateListEnvelope, "A page of gates")
 )
-def list_gates(query: Annotated[GateListQuery, Query()]) -> dict[str, Any]:
-    return paged("Gates listed successfully.", gates.list_gates(query), router)
+def list_gates(query: Annotated[GateListQuery, Query()]) -> GateListEnvelope:
+    page = gates.list_gates(query)
+    return GateListEnvelope.model_validate(paged("Gates listed successfully.", page, router))
 
 
 @router.get(ONE, tags=TAGS, summary="Read a gate", responses=responses(200, GateEnvelope, "The gate", 404))
-def get_gate(id: str) -> dict[str, Any]:
-    return ok("Gate read successfully.", gates.get(id))
+def get_gate(id: str) -> GateEnvelope:
+    return GateEnvelope(message="Gate read successfully.", data=gates.get(id))
 
 
 @router.post(
     ONE, tags=TAGS, summary="Fully update a gate", responses=responses(200, GateEnvelope, "Updated", 404, 409)
 )
-def update_gate(id: str, body: GateUpdate) -> dict[str, Any]:
+def update_gate(id: str, body: GateUpdate) -> GateEnvelope:
     return _updated(gates.full_update(id, body))
 
 
@@ -70,16 +72,16 @@ def update_gate(id: str, body: GateUpdate) -> dict[str, Any]:
     summary="Partially update a gate",
     responses=responses(200, GateEnvelope, "Updated", 404, 409),
 )
-def patch_gate(id: str, body: GatePatch) -> dict[str, Any]:
+def patch_gate(id: str, body: GatePatch) -> GateEnvelope:
     return _updated(gates.patch(id, body))
 
 
 @router.delete(
     ONE, tags=TAGS, summary="Delete a gate", responses=responses(200, Message, "Deleted", 404, 409)
 )
-def delete_gate(id: str) -> dict[str, Any]:
+def delete_gate(id: str) -> Message:
     gates.delete(id)
-    return {"message": "Gate deleted successfully."}
+    return Message(message="Gate deleted successfully.")
 
 
 @router.put(
@@ -88,7 +90,7 @@ def delete_gate(id: str) -> dict[str, Any]:
     summary="Enable a gate",
     responses=responses(200, GateEnvelope, "Enabled", 404, 409),
 )
-def enable_gate(id: str) -> dict[str, Any]:
+def enable_gate(id: str) -> GateEnvelope:
     return _updated(gates.enable(id))
 
 
@@ -98,7 +100,7 @@ def enable_gate(id: str) -> dict[str, Any]:
     summary="Disable a gate",
     responses=responses(200, GateEnvelope, "Disabled", 404, 409),
 )
-def disable_gate(id: str) -> dict[str, Any]:
+def disable_gate(id: str) -> GateEnvelope:
     return _updated(gates.disable(id))
 
 
@@ -108,7 +110,7 @@ def disable_gate(id: str) -> dict[str, Any]:
     summary="Launch a gate (everyone passes)",
     responses=responses(200, GateEnvelope, "Launched", 404, 409),
 )
-def launch_gate(id: str) -> dict[str, Any]:
+def launch_gate(id: str) -> GateEnvelope:
     return _updated(gates.launch(id))
 
 
@@ -118,7 +120,7 @@ def launch_gate(id: str) -> dict[str, Any]:
     summary="Archive a gate",
     responses=responses(200, GateEnvelope, "Archived", 404, 409),
 )
-def archive_gate(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+def archive_gate(id: str, body: ArchiveBody | None = None) -> GateEnvelope:
     body = body or ArchiveBody()
     return _updated(gates.archive(id, body.forceArchive, body.archiveReason))
 
@@ -129,7 +131,7 @@ def archive_gate(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
     summary="Unarchive a gate",
     responses=responses(200, GateEnvelope, "Unarchived", 404, 409),
 )
-def unarchive_gate(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]:
+def unarchive_gate(id: str, body: UnarchiveBody | None = None) -> GateEnvelope:
     return _updated(gates.unarchive(id))
 
 
@@ -139,8 +141,8 @@ def unarchive_gate(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]
     summary="Read a gate's rules",
     responses=responses(200, GateRulesEnvelope, "The rules", 404),
 )
-def get_rules(id: str) -> dict[str, Any]:
-    return ok("Gate rules read successfully.", {"rules": gates.get_rules(id)})
+def get_rules(id: str) -> GateRulesEnvelope:
+    return GateRulesEnvelope(message="Gate rules read successfully.", data={"rules": gates.get_rules(id)})
 
 
 @router.post(
@@ -149,8 +151,8 @@ def get_rules(id: str) -> dict[str, Any]:
     summary="Add one rule",
     responses=responses(200, GateEnvelope, "Rule added", 404, 409),
 )
-def add_rule(id: str, body: GateRule) -> dict[str, Any]:
-    return ok("Gate rules added successfully.", gates.add_rules(id, [body]))
+def add_rule(id: str, body: GateRule) -> GateEnvelope:
+    return GateEnvelope(message="Gate rules added successfully.", data=gates.add_rules(id, [body]))
 
 
 @router.post(
@@ -159,8 +161,8 @@ def add_rule(id: str, body: GateRule) -> dict[str, Any]:
     summary="Add several rules",
     responses=responses(200, GateEnvelope, "Rules added", 404, 409),
 )
-def add_rules(id: str, body: GateRulesAdd) -> dict[str, Any]:
-    return ok("Gate rules added successfully.", gates.add_rules(id, body.rules))
+def add_rules(id: str, body: GateRulesAdd) -> GateEnvelope:
+    return GateEnvelope(message="Gate rules added successfully.", data=gates.add_rules(id, body.rules))
 
 
 @router.patch(
@@ -169,7 +171,7 @@ def add_rules(id: str, body: GateRulesAdd) -> dict[str, Any]:
     summary="Update listed rules by id",
     responses=responses(200, GateEnvelope, "Rules updated", 404, 409),
 )
-def update_rules(id: str, body: GateRulesUpdate) -> dict[str, Any]:
+def update_rules(id: str, body: GateRulesUpdate) -> GateEnvelope:
     return _updated(gates.update_rules(id, body.rules))
 
 
@@ -179,7 +181,7 @@ def update_rules(id: str, body: GateRulesUpdate) -> dict[str, Any]:
     summary="Update one rule",
     responses=responses(200, GateEnvelope, "Rule updated", 404, 409),
 )
-def update_rule(id: str, ruleID: str, body: GateRuleUpdate) -> dict[str, Any]:
+def update_rule(id: str, ruleID: str, body: GateRuleUpdate) -> GateEnvelope:
     return _updated(gates.update_rule(id, ruleID, body))
 
 
@@ -189,7 +191,7 @@ def update_rule(id: str, ruleID: str, body: GateRuleUpdate) -> dict[str, Any]:
     summary="Delete one rule",
     responses=responses(200, GateEnvelope, "Rule deleted", 404, 409),
 )
-def delete_rule(id: str, ruleID: str) -> dict[str, Any]:
+def delete_rule(id: str, ruleID: str) -> GateEnvelope:
     return _updated(gates.delete_rule(id, ruleID))
 
 
@@ -199,12 +201,14 @@ def delete_rule(id: str, ruleID: str) -> dict[str, Any]:
     summary="List a gate's versions, newest first",
     responses=responses(200, GateListEnvelope, "Versions", 404),
 )
-def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    return paged("Gate versions listed successfully.", gates.versions(id, query.page, query.limit), router)
+def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> GateListEnvelope:
+    versions = gates.versions(id, query.page, query.limit)
+    return GateListEnvelope.model_validate(paged("Gate versions listed successfully.", versions, router))
 
 
-def _references(kind: str, id: str, query: ReferencesQuery, message: str) -> dict[str, Any]:
-    return paged(message, gates.list_references(kind, id, query.page, query.limit), router)
+def _references(kind: str, id: str, query: ReferencesQuery, message: str) -> AnyListEnvelope:
+    page = gates.list_references(kind, id, query.page, query.limit)
+    return AnyListEnvelope.model_validate(paged(message, page, router))
 
 
 @router.get(
@@ -213,8 +217,9 @@ def _references(kind: str, id: str, query: ReferencesQuery, message: str) -> dic
     summary="Gates that reference this gate",
     responses=responses(200, GateListEnvelope, "Referencing gates", 404),
 )
-def gate_references(id: str, query: Annotated[ReferencesQuery, Query()]) -> dict[str, Any]:
-    return _references(kinds.GATE, id, query, "Gates listed successfully.")
+def gate_references(id: str, query: Annotated[ReferencesQuery, Query()]) -> GateListEnvelope:
+    page = gates.gate_references(id, query.page, query.limit)
+    return GateListEnvelope.model_validate(paged("Gates listed successfully.", page, router))
 
 
 @router.get(
@@ -223,7 +228,7 @@ def gate_references(id: str, query: Annotated[ReferencesQuery, Query()]) -> dict
     summary="Experiments that reference this gate",
     responses=responses(200, AnyListEnvelope, "Referencing experiments", 404),
 )
-def experiment_references(id: str, query: Annotated[ReferencesQuery, Query()]) -> dict[str, Any]:
+def experiment_references(id: str, query: Annotated[ReferencesQuery, Query()]) -> AnyListEnvelope:
     return _references(kinds.EXPERIMENT, id, query, "Experiments listed successfully.")
 
 
@@ -233,7 +238,7 @@ def experiment_references(id: str, query: Annotated[ReferencesQuery, Query()]) -
     summary="Dynamic configs that reference this gate",
     responses=responses(200, AnyListEnvelope, "Referencing dynamic configs", 404),
 )
-def dynamic_config_references(id: str, query: Annotated[ReferencesQuery, Query()]) -> dict[str, Any]:
+def dynamic_config_references(id: str, query: Annotated[ReferencesQuery, Query()]) -> AnyListEnvelope:
     return _references(kinds.DYNAMIC_CONFIG, id, query, "Dynamic configs listed successfully.")
 
 

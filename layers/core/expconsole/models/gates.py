@@ -1,4 +1,10 @@
-"""Feature gates: request bodies, the list query and the response shape."""
+"""Feature gates: request bodies, the list query, the stored gate and the response shape.
+
+A gate's fields are declared once, in `GateFields`: the stored gate (`StoredGate`, plus its
+internal state) and the answer (`Gate`, plus what is derived on every read) both extend it, in
+the order the API has always answered them. The request models list what a client may send,
+with the constrained types declared once below.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from expconsole.models.base import (
 from expconsole.models.common import MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
 from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RuleFields, RuleOut, RulePatch
+from expconsole.models.stored import StoredModel
 
 GateId = Annotated[
     str,
@@ -46,15 +53,21 @@ class GateRule(RuleFields):
     """A gate rule: who matches, and what percent of them pass."""
 
 
+# Request field types that the create and the changes models share.
+GateRules = Annotated[list[GateRule], Field(max_length=500)]
+DeclaredType = Literal["PERMANENT", "TEMPORARY"]
+IdType = Annotated[str, Field(min_length=1, max_length=100)]
+
+
 class GateCreate(RequestModel):
     name: EntityName
     id: GateId | None = None
     description: Description = ""
     isEnabled: bool = True
-    rules: list[GateRule] = Field(default_factory=list, max_length=500)
+    rules: GateRules = Field(default_factory=list)
     tags: list[Tag] = Field(default_factory=list)
-    type: Literal["PERMANENT", "TEMPORARY"] = "TEMPORARY"
-    idType: str = Field("userID", min_length=1, max_length=100)
+    type: DeclaredType = "TEMPORARY"
+    idType: IdType = "userID"
     targetApps: StrList = Field(default_factory=list)
     creatorID: str | None = None
     creatorEmail: str | None = None
@@ -77,10 +90,10 @@ class _GateChanges(PatchModel):
     name: EntityName | None = None
     isEnabled: bool | None = None
     description: Description | None = None
-    rules: list[GateRule] | None = Field(None, max_length=500)
+    rules: GateRules | None = None
     tags: list[Tag] | None = None
-    type: Literal["PERMANENT", "TEMPORARY"] | None = None
-    idType: str | None = Field(None, min_length=1, max_length=100)
+    type: DeclaredType | None = None
+    idType: IdType | None = None
     targetApps: StrList | None = None
     team: str | None = None
     teamID: str | None = None
@@ -100,7 +113,7 @@ class GateUpdate(_GateChanges):
 
     isEnabled: bool
     description: Description
-    rules: list[GateRule] = Field(max_length=500)
+    rules: GateRules
 
 
 class GatePatch(_GateChanges):
@@ -140,15 +153,14 @@ class ReferencesQuery(BaseModel):
     page: int = Field(1, ge=1)
 
 
-class Gate(ResponseModel):
+class GateFields(ResponseModel):
+    """What a gate stores and answers alike, in the order it answers them."""
+
     id: str
     name: str
     description: str
     idType: str
     isEnabled: bool
-    status: GateStatus
-    type: GateType
-    typeReason: TypeReason
     rules: list[RuleOut]
     checksPerHour: Number
     tags: list[str]
@@ -163,8 +175,6 @@ class Gate(ResponseModel):
     releasePipelineID: str | None
     isTemplate: bool
     owner: Owner
-    version: int
-    permalink: str
     creatorID: str | None
     creatorName: str
     creatorEmail: str | None
@@ -173,6 +183,39 @@ class Gate(ResponseModel):
     lastModifierName: str | None
     lastModifierEmail: str | None
     lastModifiedTime: int
+    version: int
+
+
+class GateState(StoredModel):
+    """A gate's `_state`: launched, and archived as services.common.lifecycle records it (an
+    item may hold only some of these keys, or others that lifecycle.is_archived reads)."""
+
+    launched: bool = False
+    archived: bool = False
+    archiveReason: str | None = None
+    archivedTime: int | None = None
+
+
+class StoredGate(StoredModel, GateFields):
+    """A gate as the table holds it: its fields plus internal state, never answered as such.
+
+    `_type` is the type its owner declared (the answered `type` is derived from it and the
+    rules); `checksPerHour` is stored as 0 and answered from the SDKs' checks. An item without
+    `_type` or `_state` reads with the defaults, and is written back without them unless a
+    change sets them.
+    """
+
+    declared_type: DeclaredType | None = Field(None, alias="_type")
+    state: GateState = Field(default_factory=GateState, alias="_state")
+
+
+# A gate as the API answers it: the stored fields, then those derived on every read. (A
+# docstring would become the schema's description in openapi.json.)
+class Gate(GateFields):
+    status: GateStatus
+    type: GateType
+    typeReason: TypeReason
+    permalink: str
 
 
 class GateEnvelope(ResponseModel):

@@ -6,7 +6,7 @@ turns it into the `pagination` object, whose links it builds from the request (`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -16,6 +16,7 @@ DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 class PageQuery(BaseModel):
@@ -48,6 +49,15 @@ class Page(Generic[T]):
     @property
     def has_next(self) -> bool:
         return self.limit > 0 and self.number * self.limit < self.total
+
+    def map(self, convert: Callable[[T], U]) -> Page[U]:
+        """The same page, each item converted: a list builds only its page's answers."""
+        return Page(
+            items=[convert(item) for item in self.items],
+            number=self.number,
+            limit=self.limit,
+            total=self.total,
+        )
 
 
 def page_of(items: Sequence[T], *, page: int, limit: int) -> Page[T]:

@@ -245,12 +245,18 @@ class RulePatch(PatchModel):
         return None if value is None else _percentage(value)
 
 
+def _is_none(value: object) -> bool:
+    """`exclude_if` of the optional keys below: stored rules and conditions leave them out rather
+    than store null (services.common.rules), so an answer built from these models does too."""
+    return value is None
+
+
 class ConditionOut(ResponseModel):
     type: str
-    operator: str | None = None
-    targetValue: Any = None
-    field: str | None = None
-    customID: str | None = None
+    operator: str | None = Field(None, exclude_if=_is_none)
+    targetValue: Any = Field(None, exclude_if=_is_none)
+    field: str | None = Field(None, exclude_if=_is_none)
+    customID: str | None = Field(None, exclude_if=_is_none)
 
 
 class RuleOut(ResponseModel):
@@ -260,8 +266,8 @@ class RuleOut(ResponseModel):
     passPercentage: Number
     conditions: list[ConditionOut]
     environments: list[str] | None
-    completedAutomatedRollouts: list[dict[str, Any]] | None = None
-    pendingAutomatedRollouts: list[dict[str, Any]] | None = None
+    completedAutomatedRollouts: list[dict[str, Any]] | None = Field(None, exclude_if=_is_none)
+    pendingAutomatedRollouts: list[dict[str, Any]] | None = Field(None, exclude_if=_is_none)
 
 
 def is_everyone_rule(rule: dict[str, Any]) -> bool:

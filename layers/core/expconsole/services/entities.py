@@ -11,13 +11,15 @@ import secrets
 import string
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from expconsole import config, context, kinds
 from expconsole.errors import Conflict, Invalid, NotFound
+from expconsole.models.stored import StoredModel
 from expconsole.store import dynamo
 
 Doc = dict[str, Any]
+Stored = TypeVar("Stored", bound=StoredModel)
 
 
 class Presenter(Protocol):
@@ -140,6 +142,25 @@ def update(
             f"applied (version {version} is no longer current); read it again and retry."
         ) from None
     return doc
+
+
+def update_stored(
+    kind: str,
+    entity_id: str,
+    model: type[Stored],
+    change: Callable[[Stored], None],
+    expected_version: int | None = None,
+) -> Doc:
+    """`update` through the kind's stored model: `change` edits the typed entity, and the item is
+    written as the model writes it (every key it was read with, plus those the change set)."""
+
+    def apply(doc: Doc) -> None:
+        entity = model.read(doc)
+        change(entity)
+        doc.clear()
+        doc.update(entity.doc())
+
+    return update(kind, entity_id, apply, expected_version)
 
 
 def remove(kind: str, entity_id: str, doc: Doc) -> None:

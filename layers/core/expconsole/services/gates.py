@@ -15,22 +15,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from expconsole import kinds
 from expconsole.errors import Conflict, Invalid, NotFound
+from expconsole.models.common import Owner, ReviewSettings
 from expconsole.models.gates import (
+    Gate,
     GateCreate,
+    GateFields,
     GateListQuery,
     GatePatch,
     GateRule,
     GateRuleUpdate,
+    GateState,
     GateUpdate,
+    StoredGate,
 )
 from expconsole.models.pagination import Page, page_of
-from expconsole.models.rules import is_everyone_rule, referenced_ids
+from expconsole.models.rules import RuleOut, is_everyone_rule, referenced_ids
 from expconsole.services import entities
 from expconsole.services.common import lifecycle, references
 from expconsole.services.common import patch as partial
@@ -151,20 +156,26 @@ def checks_per_hour(usage: gate_checks.Usage) -> int | float:
     return int(per_hour) if per_hour.is_integer() else per_hour
 
 
-def present(doc: Doc, usage: gate_checks.Usage | None = None) -> Doc:
-    """The gate as the API returns it: stored fields plus the derived ones (checks from the SDKs'
-    gate exposures: one query, unless the caller read every gate's usage already)."""
-    usage = gate_checks.usage_of(doc["id"]) if usage is None else usage
+def _answer(doc: Doc, usage: gate_checks.Usage) -> Doc:
+    """The answer's JSON: the stored public fields, then the derived ones. Lists filter on it and
+    build only their page's `Gate`s; the derivations read the stored document, as dynamic configs
+    and the SDK checks do."""
     gate_type, reason = type_of(doc, usage)
-    out = entities.public(doc)
-    out.update(
-        checksPerHour=checks_per_hour(usage),
-        status=status_of(doc),
-        type=gate_type,
-        typeReason=reason,
-        permalink=entities.permalink(kinds.GATE, doc["id"]),
-    )
-    return out
+    return {
+        **entities.public(doc),
+        "checksPerHour": checks_per_hour(usage),
+        "status": status_of(doc),
+        "type": gate_type,
+        "typeReason": reason,
+        "permalink": entities.permalink(kinds.GATE, doc["id"]),
+    }
+
+
+def present(doc: Doc, usage: gate_checks.Usage | None = None) -> Gate:
+    """The gate as the API returns it (checks from the SDKs' gate exposures: one query, unless the
+    caller read every gate's usage already)."""
+    usage = gate_checks.usage_of(doc["id"]) if usage is None else usage
+    return Gate.model_validate(_answer(doc, usage))
 
 
 # --- rules --------------------------------------------------------------------------------------
@@ -179,6 +190,15 @@ def _rule_doc(rule: GateRule | dict[str, Any], rule_id: str, base_id: str) -> Do
 
 
 _find_rule = rules_common.find_rule
+
+
+def _rule_docs(gate: StoredGate) -> list[Doc]:
+    """The gate's rules as stored, the shape services.common.rules works on."""
+    return [rule.model_dump(mode="json", exclude_unset=True) for rule in gate.rules]
+
+
+def _set_rules(gate: StoredGate, rules: list[Doc]) -> None:
+    gate.set_fields({"rules": rules})
 
 
 def _stored_rules(given: Sequence[GateRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
@@ -212,7 +232,19 @@ def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> N
 # --- create, read, list ---------------------------------------------------------------------------
 
 
-def create(body: GateCreate) -> Doc:
+# Create fields stored as sent; the others are stored as `create` derives them.
+_STORED_AS_SENT = frozenset(GateCreate.model_fields.keys() & GateFields.model_fields.keys()) - {
+    "id",
+    "rules",
+    "reviewSettings",
+    "owner",
+    "creatorID",
+    "creatorEmail",
+}
+_NO_REVIEW: Doc = {"requiredReview": False, "allowedReviewers": []}
+
+
+def create(body: GateCreate) -> Gate:
     gate_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(gate_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
@@ -221,34 +253,22 @@ def create(body: GateCreate) -> Doc:
     if body.releasePipelineID:
         entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
     data = body.model_dump(mode="json")
-    doc: Doc = {
-        "id": gate_id,
-        "name": body.name,
-        "description": body.description,
-        "idType": body.idType,
-        "isEnabled": body.isEnabled,
-        "rules": rules,
-        "checksPerHour": 0,
-        "tags": body.tags,
-        "targetApps": body.targetApps,
-        "holdoutIDs": [],
-        "team": body.team,
-        "teamID": body.teamID,
-        "reviewSettings": data["reviewSettings"] or {"requiredReview": False, "allowedReviewers": []},
-        "measureMetricLifts": body.measureMetricLifts,
-        "store0100Exposures": body.store0100Exposures,
-        "monitoringMetrics": data["monitoringMetrics"],
-        "releasePipelineID": body.releasePipelineID,
-        "isTemplate": body.isTemplate,
-        "owner": entities.owner_for(data["owner"]),
+    gate = StoredGate(
+        **{field: data[field] for field in _STORED_AS_SENT},
+        id=gate_id,
+        rules=[RuleOut.model_validate(rule) for rule in rules],
+        checksPerHour=0,
+        holdoutIDs=[],
+        reviewSettings=ReviewSettings.model_validate(data["reviewSettings"] or _NO_REVIEW),
+        owner=Owner.model_validate(entities.owner_for(data["owner"])),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
-        "_type": body.type,
-        "_state": {"launched": False, "archived": False},
-    }
-    return present(entities.insert(kinds.GATE, gate_id, doc))
+        declared_type=body.type,
+        state=GateState(launched=False, archived=False),
+    )
+    return present(entities.insert(kinds.GATE, gate_id, gate.doc()))
 
 
-def get(gate_id: str) -> Doc:
+def get(gate_id: str) -> Gate:
     return present(entities.load(kinds.GATE, gate_id))
 
 
@@ -271,87 +291,96 @@ def _matches(gate: Doc, doc: Doc, q: GateListQuery, usage: gate_checks.Usage) ->
     return all(checks)
 
 
-def list_gates(q: GateListQuery) -> Page[Doc]:
+def list_gates(q: GateListQuery) -> Page[Gate]:
     matching = []
     usage = gate_checks.every_gate()
     for doc in dynamo.list_all(kinds.GATE):
         gate_usage = usage.get(doc["id"], gate_checks.Usage())
-        gate = present(doc, gate_usage)
+        gate = _answer(doc, gate_usage)
         if _matches(gate, doc, q, gate_usage):
             matching.append(gate)
-    return page_of(matching, page=q.page, limit=q.limit)
+    return page_of(matching, page=q.page, limit=q.limit).map(Gate.model_validate)
 
 
-def versions(gate_id: str, page: int, limit: int) -> Page[Doc]:
+def versions(gate_id: str, page: int, limit: int) -> Page[Gate]:
     snapshots = dynamo.versions(kinds.GATE, gate_id)
     if not snapshots:
         entities.load(kinds.GATE, gate_id)  # 404 when the gate does not exist
     usage = gate_checks.usage_of(gate_id)
-    shown = [present(s, usage) for s in snapshots]
-    return page_of(shown, page=page, limit=limit)
+    return page_of(snapshots, page=page, limit=limit).map(lambda s: present(s, usage))
 
 
 # --- updates -----------------------------------------------------------------------------------
 
 
-def _refuse_if_archived(doc: Doc) -> None:
-    lifecycle.refuse_if_archived(doc, "Gate")
+def _update(gate_id: str, change: Callable[[StoredGate], None], expected_version: int | None = None) -> Gate:
+    """The next version of the gate, `change` applied to its stored model."""
+    return present(entities.update_stored(kinds.GATE, gate_id, StoredGate, change, expected_version))
 
 
-def _apply_changes(doc: Doc, changes: GatePatch | GateUpdate) -> None:
-    _refuse_if_archived(doc)
+def _refuse_if_archived(gate: StoredGate) -> None:
+    lifecycle.refuse_if_archived(gate.doc(), "Gate")
+
+
+def _set_launched(gate: StoredGate, launched: bool) -> None:
+    gate.state = gate.state.model_copy(update={"launched": launched})
+
+
+def _apply_changes(gate: StoredGate, changes: GatePatch | GateUpdate) -> None:
+    _refuse_if_archived(gate)
     sent = changes.changes()
     sent.pop("version", None)
     if "rules" in sent:
         assert changes.rules is not None
-        doc["rules"] = _stored_rules(changes.rules, doc["rules"])
-        _check_references(doc["id"], doc["rules"])
+        rules = _stored_rules(changes.rules, _rule_docs(gate))
+        _check_references(gate.id, rules)
+        _set_rules(gate, rules)
         sent.pop("rules")
     if sent.get("releasePipelineID"):
         entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
     if "type" in sent:
-        doc["_type"] = sent.pop("type")
-    if "isEnabled" in sent and sent["isEnabled"] != doc["isEnabled"]:
+        gate.declared_type = sent.pop("type")
+    if "isEnabled" in sent and sent["isEnabled"] != gate.isEnabled:
         # Sending back the value read keeps a launch; changing it starts over from the rules.
-        doc["_state"] = {**doc["_state"], "launched": False}
+        _set_launched(gate, False)
     if "owner" in sent:
         sent["owner"] = entities.owner_for(sent["owner"])
     if "reviewSettings" in sent and sent["reviewSettings"] is None:
-        sent["reviewSettings"] = {"requiredReview": False, "allowedReviewers": []}
-    doc.update(sent)
+        sent["reviewSettings"] = _NO_REVIEW
+    gate.set_fields(sent)
 
 
-def full_update(gate_id: str, body: GateUpdate) -> Doc:
-    return present(entities.update(kinds.GATE, gate_id, lambda d: _apply_changes(d, body), body.version))
+def full_update(gate_id: str, body: GateUpdate) -> Gate:
+    return _update(gate_id, lambda g: _apply_changes(g, body), body.version)
 
 
-def patch(gate_id: str, body: GatePatch) -> Doc:
+def patch(gate_id: str, body: GatePatch) -> Gate:
     stored = partial.unchanged(kinds.GATE, gate_id, partial.changes_of(body.changes()), body.version)
     if stored is not None:
         return present(stored)
-    return present(entities.update(kinds.GATE, gate_id, lambda d: _apply_changes(d, body), body.version))
+    return _update(gate_id, lambda g: _apply_changes(g, body), body.version)
 
 
-def _set_enabled(doc: Doc, enabled: bool, launched: bool) -> None:
-    _refuse_if_archived(doc)
-    doc["isEnabled"] = enabled
-    doc["_state"] = {**doc["_state"], "launched": launched}
+def _set_enabled(gate: StoredGate, enabled: bool, launched: bool) -> None:
+    _refuse_if_archived(gate)
+    gate.isEnabled = enabled
+    _set_launched(gate, launched)
 
 
-def enable(gate_id: str) -> Doc:
-    return present(entities.update(kinds.GATE, gate_id, lambda d: _set_enabled(d, True, False)))
+def enable(gate_id: str) -> Gate:
+    return _update(gate_id, lambda g: _set_enabled(g, True, False))
 
 
-def disable(gate_id: str) -> Doc:
-    return present(entities.update(kinds.GATE, gate_id, lambda d: _set_enabled(d, False, False)))
+def disable(gate_id: str) -> Gate:
+    return _update(gate_id, lambda g: _set_enabled(g, False, False))
 
 
-def launch(gate_id: str) -> Doc:
+def launch(gate_id: str) -> Gate:
     """Launch: everyone passes from now on; the rules are kept but no longer evaluated."""
-    return present(entities.update(kinds.GATE, gate_id, lambda d: _set_enabled(d, False, True)))
+    return _update(gate_id, lambda g: _set_enabled(g, False, True))
 
 
-def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
+def archive(gate_id: str, force: bool, reason: str | None) -> Gate:
     def in_use(doc: Doc) -> None:
         if not force:
             active = [r for r in users(gate_id) if not lifecycle.is_archived(r)]
@@ -364,7 +393,7 @@ def archive(gate_id: str, force: bool, reason: str | None) -> Doc:
     return present(lifecycle.archive(kinds.GATE, gate_id, reason, label="Gate", check=in_use))
 
 
-def unarchive(gate_id: str) -> Doc:
+def unarchive(gate_id: str) -> Gate:
     return present(lifecycle.unarchive(kinds.GATE, gate_id, label="Gate", keep=("launched",)))
 
 
@@ -379,27 +408,27 @@ def delete(gate_id: str) -> None:
 # --- rule endpoints ----------------------------------------------------------------------------
 
 
-def get_rules(gate_id: str) -> list[Doc]:
-    return entities.load(kinds.GATE, gate_id)["rules"]
+def get_rules(gate_id: str) -> list[RuleOut]:
+    return StoredGate.read(entities.load(kinds.GATE, gate_id)).rules
 
 
-def add_rules(gate_id: str, rules: list[GateRule]) -> Doc:
+def add_rules(gate_id: str, rules: list[GateRule]) -> Gate:
     """Append rules; each gets a new id (a rule's id is the service's to assign)."""
     for index, rule in enumerate(rules):
         if rule.id is not None or rule.baseID is not None:
             raise Invalid.field(f"rules[{index}].id", "new rules get their id from the service; leave it out")
 
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
+    def change(gate: StoredGate) -> None:
+        _refuse_if_archived(gate)
         new = []
         for rule in rules:
             rule_id = entities.new_id()
             new.append(_rule_doc(rule, rule_id, rule_id))
-        combined = doc["rules"] + new
+        combined = _rule_docs(gate) + new
         _check_references(gate_id, combined)
-        doc["rules"] = combined
+        _set_rules(gate, combined)
 
-    return present(entities.update(kinds.GATE, gate_id, change))
+    return _update(gate_id, change)
 
 
 def _merge_rule(rule: Doc, update: GateRuleUpdate) -> Doc:
@@ -410,12 +439,12 @@ def _merge_rule(rule: Doc, update: GateRuleUpdate) -> Doc:
     return _rule_doc(merged, rule["id"], rule["baseID"])
 
 
-def update_rules(gate_id: str, updates: list[GateRuleUpdate]) -> Doc:
+def update_rules(gate_id: str, updates: list[GateRuleUpdate]) -> Gate:
     """Change the listed rules, matched by id; rules not listed stay as they are."""
 
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
-        rules = list(doc["rules"])
+    def change(gate: StoredGate) -> None:
+        _refuse_if_archived(gate)
+        rules = _rule_docs(gate)
         for index, update in enumerate(updates):
             if update.id is None:
                 raise Invalid.field(f"rules[{index}].id", "is required: it names the rule to update")
@@ -424,34 +453,35 @@ def update_rules(gate_id: str, updates: list[GateRuleUpdate]) -> Doc:
                 raise Invalid.field(f"rules[{index}].id", f"no rule with id {update.id!r} on this gate")
             rules[found] = _merge_rule(rules[found], update)
         _check_references(gate_id, rules)
-        doc["rules"] = rules
+        _set_rules(gate, rules)
 
-    return present(entities.update(kinds.GATE, gate_id, change))
+    return _update(gate_id, change)
 
 
-def update_rule(gate_id: str, rule_id: str, update: GateRuleUpdate) -> Doc:
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
-        found = _find_rule(doc["rules"], rule_id)
+def update_rule(gate_id: str, rule_id: str, update: GateRuleUpdate) -> Gate:
+    def change(gate: StoredGate) -> None:
+        _refuse_if_archived(gate)
+        rules = _rule_docs(gate)
+        found = _find_rule(rules, rule_id)
         if found is None:
             raise _rule_missing(gate_id, rule_id)
-        rules = list(doc["rules"])
         rules[found] = _merge_rule(rules[found], update)
         _check_references(gate_id, rules)
-        doc["rules"] = rules
+        _set_rules(gate, rules)
 
-    return present(entities.update(kinds.GATE, gate_id, change))
+    return _update(gate_id, change)
 
 
-def delete_rule(gate_id: str, rule_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
-        found = _find_rule(doc["rules"], rule_id)
+def delete_rule(gate_id: str, rule_id: str) -> Gate:
+    def change(gate: StoredGate) -> None:
+        _refuse_if_archived(gate)
+        rules = _rule_docs(gate)
+        found = _find_rule(rules, rule_id)
         if found is None:
             raise _rule_missing(gate_id, rule_id)
-        doc["rules"] = [r for i, r in enumerate(doc["rules"]) if i != found]
+        _set_rules(gate, [r for i, r in enumerate(rules) if i != found])
 
-    return present(entities.update(kinds.GATE, gate_id, change))
+    return _update(gate_id, change)
 
 
 def _rule_missing(gate_id: str, rule_id: str) -> NotFound:
@@ -476,12 +506,19 @@ def users(gate_id: str) -> list[Doc]:
 _describe = references.describe
 
 
+def gate_references(gate_id: str, page: int, limit: int) -> Page[Gate]:
+    """Gates whose conditions name the gate."""
+    docs = references_of_kind(kinds.GATE, gate_id)
+    usage = gate_checks.every_gate()
+    return page_of(docs, page=page, limit=limit).map(
+        lambda d: present(d, usage.get(d["id"], gate_checks.Usage()))
+    )
+
+
 def list_references(kind: str, gate_id: str, page: int, limit: int) -> Page[Doc]:
+    """Entities of another kind naming the gate, as that kind answers them."""
     docs = references_of_kind(kind, gate_id)
-    if kind == kinds.GATE:
-        usage = gate_checks.every_gate()
-        shown = [present(d, usage.get(d["id"], gate_checks.Usage())) for d in docs]
-    elif kind == kinds.EXPERIMENT:
+    if kind == kinds.EXPERIMENT:
         # Imported here: only this route needs the experiment models in the gates function.
         from expconsole.services import experiments
 
