@@ -6,12 +6,15 @@ ingestion writes it (`events/date=D/<40 hex>.jsonl.gz`, gzip JSON lines in inges
 format, one object per batch of `--batch` events and day: services.ingest.store_lines without
 the HTTP request and without the event counters, which the pipeline does not read), then:
 
-1. raw: `run.execute(plan, refresh="full")` with compaction switched off: every day's aggregate
-   read by DuckDB straight from the raw gzip JSON lines (how fast reading raw partitions is);
-2. pipeline: `run.execute(plan, refresh="full")` as the function runs it: each finished day
-   compacted to Parquet by DuckDB (`COPY`), its unit aggregate computed in SQL over it and
-   written to S3, then the combination into GroupStatistics records, written to DynamoDB.
-   This is the figure of the issue: from raw objects to stored records;
+1. pipeline: `run.execute(plan, refresh="full")` as the function runs it on days just written:
+   each day's unit aggregate computed in SQL straight from its raw gzip JSON lines and written to
+   S3, then the combination into GroupStatistics records, written to DynamoDB. This is the figure
+   of the issue: from raw objects to stored records;
+2. compaction: what the hourly schedule does beside the loads (services/pulse/compaction.py):
+   every finished day folded into one Parquet file by DuckDB (`COPY`), uploaded, its manifest
+   written;
+   then the pipeline again (`refresh="full"`) over the compacted days: what a later load reading
+   the same days pays (another experiment's first load, a full reload);
 3. DuckDB, hand-written: one script of SQL over the same raw objects (downloaded to a temporary
    directory first, not timed in its figure) computing the same per-day unit aggregates, then
    the same combination, down to the same per (result day, metric, group) n, means and
@@ -359,23 +362,42 @@ def phase_generate(args: argparse.Namespace) -> dict[str, Any]:
 # --- phase: pipeline ----------------------------------------------------------------------------------------
 
 
-def phase_raw(args: argparse.Namespace) -> dict[str, Any]:
-    """The pipeline with compaction switched off: every day read from its raw objects."""
-    from expconsole.services.pulse import daydata
+def phase_compaction(args: argparse.Namespace) -> dict[str, Any]:
+    """The schedule's compaction of every finished day the experiment reads."""
+    from expconsole.services.pulse import compaction
 
-    daydata.compact = lambda *a, **k: False
-    return phase_pipeline(args, records="raw.json")
+    now = T0 + args.days * DAY_MS
+    days = [_ds(day) for day in range(args.days)]
+    timer = Timer()
+    _time_storage(timer)
+    base_mb = _peak_mb()
+    t0 = time.perf_counter()
+    pending = compaction.pending_days(days)
+    written = compaction.compact_days(pending, now)
+    seconds = time.perf_counter() - t0
+    return {
+        "seconds": seconds,
+        "days": len(written),
+        "s3_s": timer.total("s3"),
+        "calls": timer.calls,
+        "base_mb": base_mb,
+        "peak_mb": _peak_mb(),
+    }
+
+
+def phase_compacted(args: argparse.Namespace) -> dict[str, Any]:
+    """The pipeline again, over the compacted days."""
+    return phase_pipeline(args, records="compacted.json")
 
 
 def phase_pipeline(args: argparse.Namespace, records: Any = "pipeline.json") -> dict[str, Any]:
     from expconsole import kinds
-    from expconsole.services.pulse import daydata, run
+    from expconsole.services.pulse import run
 
     now = T0 + args.days * DAY_MS
     plan = run.plan_for(kinds.EXPERIMENT, EXP_ID, now)
     timer = Timer()
     _time_storage(timer)
-    daydata.compact = timer.wrap("compact", daydata.compact)
     run.put_day = timer.wrap("dynamodb", run.put_day)
     run.aggregate_day = timer.wrap("aggregate_day", run.aggregate_day)
     analyse = timer.wrap("analyse", run.analyse)
@@ -421,7 +443,6 @@ def phase_pipeline(args: argparse.Namespace, records: Any = "pipeline.json") -> 
     Path(args.work, out).write_text(json.dumps(records))
     return {
         "seconds": seconds,
-        "compact_s": timer.total("compact"),
         "s3_s": timer.total("s3"),
         "s3_ahead_s": timer.total("s3 ahead"),
         "dynamodb_s": timer.total("dynamodb"),
@@ -665,7 +686,8 @@ def phase_duckdb(args: argparse.Namespace) -> dict[str, Any]:
 PHASES = {
     "storage": phase_storage,
     "generate": phase_generate,
-    "raw": phase_raw,
+    "compaction": phase_compaction,
+    "compacted": phase_compacted,
     "pipeline": phase_pipeline,
     "duckdb": phase_duckdb,
 }
@@ -745,8 +767,9 @@ def orchestrate(args: argparse.Namespace) -> None:
             events = gen["events"]
             written = f"{gen['objects']:,} objects, {gen['gzip_bytes'] / 2**20:,.1f} MiB gzip JSON lines"
             print(f"  {events:,} events ({gen['exposure_events']:,} exposures), {written}", flush=True)
-            raw = None if args.main_only else _run_phase(args, "raw")
             pipe = _run_phase(args, "pipeline")
+            compacting = None if args.main_only else _run_phase(args, "compaction")
+            again = None if args.main_only else _run_phase(args, "compacted")
             ducks = [_run_phase(args, "duckdb", threads=t) for t in _duck_threads(args)]
         finally:
             out, _ = storage.communicate(timeout=120)  # closes its stdin: it stops
@@ -756,8 +779,8 @@ def orchestrate(args: argparse.Namespace) -> None:
             _compare(pipeline_records, json.loads(Path(work, f"duckdb-{t}.json").read_text()))
             for t in _duck_threads(args)
         ]
-        if raw is not None:
-            checks.append(_compare(json.loads(Path(work, "raw.json").read_text()), pipeline_records))
+        if again is not None:
+            checks.append(_compare(json.loads(Path(work, "compacted.json").read_text()), pipeline_records))
 
     load = os.getloadavg()
     print(f"  load average now {load[0]:.1f} (1 min), {load[2]:.1f} (15 min) on {os.cpu_count()} CPUs")
@@ -771,18 +794,9 @@ def orchestrate(args: argparse.Namespace) -> None:
             gen["children_peak_mb"],
         ),
     ]
-    if raw is not None:
-        raw_storage = raw["s3_s"] + raw["dynamodb_s"]
-        rows += [
-            ("no compaction (raw JSON days)", raw["seconds"], raw["seconds"] - raw_storage, raw["peak_mb"]),
-            ("  aggregate_day (from JSON)", raw["aggregate_s"], None, None),
-            (f"  S3 ({raw['calls'].get('s3', 0)} calls)", raw["s3_s"], None, None),
-            (f"  S3 ahead ({raw['calls'].get('s3 ahead', 0)} calls)", raw["s3_ahead_s"], None, None),
-        ]
     rows += [
-        ("pipeline run.execute", pipe["seconds"], pipe["seconds"] - pipe_storage, pipe["peak_mb"]),
-        ("  compaction (DuckDB COPY, its uploads)", pipe["compact_s"], None, None),
-        ("  aggregate_day (from Parquet)", pipe["aggregate_s"], None, None),
+        ("pipeline run.execute (raw days)", pipe["seconds"], pipe["seconds"] - pipe_storage, pipe["peak_mb"]),
+        ("  aggregate_day (from JSON)", pipe["aggregate_s"], None, None),
         ("  analyse", pipe["analyse_s"], None, None),
         (f"  S3 ({pipe['calls'].get('s3', 0)} calls)", pipe["s3_s"], None, None),
         (
@@ -793,6 +807,25 @@ def orchestrate(args: argparse.Namespace) -> None:
         ),
         ("  DynamoDB write_day", pipe["dynamodb_s"], None, None),
     ]
+    if compacting is not None and again is not None:
+        again_storage = again["s3_s"] + again["dynamodb_s"]
+        rows += [
+            (
+                f"compaction ({compacting['days']} days, apart)",
+                compacting["seconds"],
+                compacting["seconds"] - compacting["s3_s"],
+                compacting["peak_mb"],
+            ),
+            (f"  S3 ({compacting['calls'].get('s3', 0)} calls)", compacting["s3_s"], None, None),
+            (
+                "pipeline again (compacted days)",
+                again["seconds"],
+                again["seconds"] - again_storage,
+                again["peak_mb"],
+            ),
+            ("  aggregate_day (from Parquet)", again["aggregate_s"], None, None),
+            ("  analyse", again["analyse_s"], None, None),
+        ]
     for duck in ducks:
         threads = duck["threads"]
         rows += [
@@ -821,10 +854,15 @@ def orchestrate(args: argparse.Namespace) -> None:
         f" against the query plus its download: {pipe['seconds'] / (duck['seconds'] + fetch['fetch_s']):.2f}x"
         " (aim: within 1.3x)"
     )
-    if raw is not None:
+    if compacting is not None and again is not None:
+        ratio = f"compacted days / raw days: {again['seconds'] / pipe['seconds']:.2f}x"
+        saved = pipe["seconds"] - again["seconds"]
         print(
-            f"raw JSON days (no compaction) / pipeline: {raw['seconds'] / pipe['seconds']:.2f}x"
-            f" ({raw['seconds']:.1f} s vs {pipe['seconds']:.1f} s)"
+            f"{ratio} ({again['seconds']:.1f} s vs {pipe['seconds']:.1f} s); the compaction"
+            f" ({compacting['seconds']:.1f} s) pays back after {compacting['seconds'] / saved:.1f} later"
+            " loads of the same days"
+            if saved > 0
+            else f"{ratio}: compaction does not pay"
         )
     if len(ducks) > 1:
         print(
@@ -842,7 +880,7 @@ def orchestrate(args: argparse.Namespace) -> None:
         f"{health['exposed']:,} units exposed, {health['crossover']:,} in 2+ groups"
     )
     labels = [f"DuckDB {d['threads']} thread{'s' if d['threads'] > 1 else ''}" for d in ducks]
-    labels += [] if raw is None else ["raw JSON days vs compacted"]
+    labels += [] if again is None else ["compacted days vs raw days"]
     for (count, worst, problems), label in zip(checks, labels, strict=True):
         verdict = "agree" if not problems else f"DIFFER in {len(problems)} records"
         print(

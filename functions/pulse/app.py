@@ -7,8 +7,10 @@ Three kinds of invocation reach this function:
   `GET .../pulse_load_history` lists the loads, newest first, a queued one `running` with its
   `progress`.
 - `{"pulse": {...}}`: one queued load (from load_pulse or the schedule).
+- `{"compact": {"days": [...]}}`: finished days compacted to Parquet (from the schedule).
 - The EventBridge schedule (`detail-type: Scheduled Event`): every running experiment whose
-  `scheduledReloadHour`/`scheduledReloadDays` match this hour, and every enabled holdout.
+  `scheduledReloadHour`/`scheduledReloadDays` match this hour, and every enabled holdout; then
+  the compaction of the finished days they read.
 """
 
 from __future__ import annotations
@@ -94,6 +96,8 @@ app, http_handler = build(router, key_kind="console", instrumented=False)
 def handle(event: dict[str, Any], context: Any) -> Any:
     if "pulse" in event:
         return pulse_loads.run_queued(event["pulse"])
+    if "compact" in event:
+        return pulse_loads.compact(event["compact"])
     if event.get("detail-type") == "Scheduled Event":
         return pulse_loads.scheduled(event.get("time"))
     return http_handler(event, context)

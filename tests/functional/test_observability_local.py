@@ -74,7 +74,7 @@ def test_an_hour_with_nothing_due_counts_zero_scheduled_loads(
     capsys.readouterr()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # Powertools warns when it has no metric to flush
-        assert pulse.lambda_handler(event, LAMBDA_CONTEXT) == {"loaded": [], "failed": []}
+        assert pulse.lambda_handler(event, LAMBDA_CONTEXT) == {"loaded": [], "failed": [], "compacting": []}
     values = [
         doc["PulseLoadsScheduled"] for doc in _emf(capsys.readouterr().out) if "PulseLoadsScheduled" in doc
     ]

@@ -447,7 +447,9 @@ def test_incremental_refresh_reuses_day_aggregates(
     assert spy.take() == []  # nothing changed: nothing recomputed
     assert_all_days(exp_id, reference(events, exp_id, now=later)[1])
 
-    # a late event for an old (already compacted) day: that day is recomputed, and counted once
+    # a late event for an old, compacted day: that day is recomputed (its Parquet file and the
+    # new raw object), and counted once
+    _compact_due(clock, exp_id, later)
     late = {"event": "purchase", "user": {"userID": "u5"}, "timestamp": (S + 6) * DAY_MS + 5, "value": 33}
     send([late], now=later)
     events.append(late)
@@ -470,6 +472,15 @@ def _rows(events: list[dict[str, Any]], day: int) -> list[tuple[str, int, str | 
     )
 
 
+def _compact_due(clock: Clock, exp_id: str, now: int) -> list[str]:
+    """What the hourly schedule does after its loads: the finished days they read, compacted."""
+    clock.now = now
+    days = pulse_loads.compaction_due([(kinds.EXPERIMENT, exp_id)], now)
+    written = pulse_loads.compact({"days": days})["compacted"]
+    assert written == days
+    return written
+
+
 def test_compaction_is_idempotent_and_backfills_are_read_once(
     fns: dict[str, Caller], clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -477,6 +488,10 @@ def test_compaction_is_idempotent_and_backfills_are_read_once(
     events = population(exp_id, seed=5)
     send(events)
     run.load_pulse(kinds.EXPERIMENT, exp_id, now=NOW)
+    assert list(s3.keys(s3.COMPACTED_PREFIX)) == []  # a load reads raw objects; it never compacts
+    # every finished day from the pre-period on; today is not finished: not compacted
+    assert _compact_due(clock, exp_id, NOW) == [ds(d) for d in range(S - 7, S + 9)]
+    assert _compacted(S + 9) == []
     day = S + 2
     keys = _compacted(day)
     assert len(keys) == 2 and keys[0].endswith("/_manifest.json") and keys[1].endswith(".parquet")
@@ -493,9 +508,8 @@ def test_compaction_is_idempotent_and_backfills_are_read_once(
         )
     )
     assert got == _rows(events, day) and manifest["rows"] == len(got)
-    assert _compacted(S + 9) == []  # today is not finished: not compacted
 
-    # nothing new: no compacted object is written again, the same Parquet file stays
+    # nothing new: nothing is due, no compacted object is written again, the same Parquet file stays
     writes: list[str] = []
     real_put = s3.put_object
 
@@ -504,9 +518,13 @@ def test_compaction_is_idempotent_and_backfills_are_read_once(
         real_put(key, body, content_type)
 
     monkeypatch.setattr(s3, "put_object", spy)
-    run.load_pulse(kinds.EXPERIMENT, exp_id, now=NOW + HOUR)
+    assert pulse_loads.compaction_due([(kinds.EXPERIMENT, exp_id)], NOW + HOUR) == []
+    assert pulse_loads.compact({"days": [ds(day)]}) == {"compacted": []}
     assert not [k for k in writes if k.startswith(s3.COMPACTED_PREFIX)]
     assert _compacted(day) == keys
+    # loads over compacted days give the records the raw events give
+    run.load_pulse(kinds.EXPERIMENT, exp_id, now=NOW + HOUR, refresh="full")
+    assert_all_days(exp_id, reference(events, exp_id, now=NOW + HOUR)[1])
 
     # a backfill: read beside the Parquet file without double counting, then folded in
     late = {
@@ -520,11 +538,44 @@ def test_compaction_is_idempotent_and_backfills_are_read_once(
     got = sorted(daydata.read_rows(ds(day), ["event", "timestamp", "userID"]))
     assert got == _rows(events, day)
     run.load_pulse(kinds.EXPERIMENT, exp_id, now=NOW + HOUR)
+    assert_all_days(exp_id, reference(events, exp_id, now=NOW + HOUR)[1])
+    assert _compact_due(clock, exp_id, NOW + HOUR) == [ds(day)]
     new_keys = _compacted(day)
     assert len(new_keys) == 2 and new_keys[1] != keys[1]  # a new Parquet file, the old one removed
     manifest = json.loads(s3.get(new_keys[0]))
     assert manifest["sources"] == sorted(s3.keys(s3.day_prefix(ds(day)))) and manifest["rows"] == len(got)
     assert len(daydata.read_rows(ds(day), ["event"])) == len(got)
+    run.load_pulse(kinds.EXPERIMENT, exp_id, now=NOW + HOUR, refresh="full")
+    assert_all_days(exp_id, reference(events, exp_id, now=NOW + HOUR)[1])
+
+
+def test_a_load_that_listed_a_parquet_file_a_compaction_replaced_reads_the_new_one(
+    fns: dict[str, Caller], clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exp_id = make_experiment(fns, clock)
+    events = population(exp_id, seed=9)
+    send(events)
+    _compact_due(clock, exp_id, NOW)
+    day = S + 3
+    late = {"event": "purchase", "user": {"userID": "u3"}, "timestamp": day * DAY_MS + 99, "value": 7}
+    send([late], now=NOW + HOUR)
+    events.append(late)
+    # the load lists the day (old manifest), then a compaction replaces the day's Parquet file
+    # and deletes the old one before the load downloads it
+    real_listing = daydata.listing
+    replaced: list[str] = []
+
+    def listing_then_compaction(ds_: str, keys: list[str] | None = None) -> daydata.Listing:
+        listed = real_listing(ds_, keys)
+        if ds_ == ds(day) and listed.manifest is not None and not listed.compacted and not replaced:
+            replaced.append(listed.manifest["parquet"])
+            pulse_loads.compact({"days": [ds_]})
+        return listed
+
+    monkeypatch.setattr(daydata, "listing", listing_then_compaction)
+    record = run.load_pulse(kinds.EXPERIMENT, exp_id, now=NOW + HOUR, refresh="full")
+    assert record["finishedState"] == "success"
+    assert replaced and replaced[0] not in _compacted(day)  # the file it listed was gone
     assert_all_days(exp_id, reference(events, exp_id, now=NOW + HOUR)[1])
 
 
@@ -646,14 +697,16 @@ def test_the_scheduled_event_loads_due_experiments_incrementally(
     clock.now = NOW  # Thursday 2026-03-19 12:00
     handler = load_function("pulse").lambda_handler
     out = handler({"detail-type": "Scheduled Event", "time": "2026-03-19T12:00:00Z"}, LAMBDA_CONTEXT)
-    assert out == {"loaded": [exp_id], "failed": []}
+    # the loads first, then the finished days they read (the pre-period to yesterday) compacted
+    assert out == {"loaded": [exp_id], "failed": [], "compacting": [ds(d) for d in range(S - 7, S + 9)]}
+    assert all(len(_compacted(d)) == 2 for d in range(S - 7, S + 9)) and _compacted(S + 9) == []
     history = pulse_loads.history(exp_id, 1, 10).items
     assert [(h["creatorName"], h["reloadType"], h["finishedState"]) for h in history] == [
         ("Scheduled reload", "incremental", "success")
     ]
     assert_all_days(exp_id, reference(events, exp_id, now=NOW)[1])
     out = handler({"detail-type": "Scheduled Event", "time": "2026-03-19T13:00:00Z"}, LAMBDA_CONTEXT)
-    assert out == {"loaded": [], "failed": []}
+    assert out == {"loaded": [], "failed": [], "compacting": []}
 
 
 def test_a_load_as_of_a_date_stops_at_its_end(fns: dict[str, Caller], clock: Clock) -> None:

@@ -173,7 +173,8 @@ def _parser() -> argparse.ArgumentParser:
         help="load pulse: compute experiment and holdout results from the stored events",
         description="Run the pulse pipeline (what load_pulse and the hourly schedule run) in this process, "
         "against the local server's data (or the account with --aws): every running experiment and enabled "
-        "holdout, or one experiment. Results appear in pulse_results.",
+        "holdout (then, as the schedule does, the finished days they read compacted to Parquet), or one "
+        "experiment. Results appear in pulse_results.",
     )
     pulse.add_argument("--experiment", metavar="ID", help="only this experiment (default: everything due)")
     pulse.add_argument("--holdout", metavar="ID", help="only this holdout")
@@ -348,6 +349,7 @@ def _pulse(args: argparse.Namespace) -> int:
             targets += [(kinds.HOLDOUT, args.holdout)] if args.holdout else []
         else:
             targets = pulse_loads.due(int(time.time() * 1000), every_hour=True)
+        scheduled = not (args.experiment or args.holdout)
         if not targets:
             print(f"Nothing to load in {where}: no running experiment or enabled holdout.", file=sys.stderr)
             return 0
@@ -386,6 +388,15 @@ def _pulse(args: argparse.Namespace) -> int:
                 f"{kinds.LABEL[kind]} {entity_id}: {record['finishedState']}, {record['startDs']} to "
                 f"{record['endDs']} in {seconds:.1f} s"
             )
+        if scheduled:  # as the hourly schedule does: the finished days these loads read, compacted
+            started = time.monotonic()
+            days = pulse_loads.compaction_due(targets, int(time.time() * 1000))
+            written = pulse_loads.compact({"days": days})["compacted"] if days else []
+            if written:
+                print(
+                    f"Compacted {len(written)} day(s) to Parquet ({written[0]} to {written[-1]}) "
+                    f"in {time.monotonic() - started:.1f} s"
+                )
     return 1 if failures else 0
 
 

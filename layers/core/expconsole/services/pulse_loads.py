@@ -20,7 +20,7 @@ import uuid
 from typing import Any
 
 from expconsole import aws, kinds, observability
-from expconsole.errors import Invalid, Unavailable
+from expconsole.errors import DomainError, Invalid, Unavailable
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.pulse import LoadPulseBody
 from expconsole.observability import MetricUnit
@@ -213,8 +213,48 @@ def due(now_ms: int, every_hour: bool = False) -> list[tuple[str, str]]:
     return out
 
 
+def compaction_due(targets: list[tuple[str, str]], now_ms: int) -> list[str]:
+    """The finished days these loads read that hold raw objects not yet compacted to Parquet."""
+    from expconsole.services.pulse import compaction, run
+
+    plans = []
+    for kind, entity_id in targets:
+        try:
+            plans.append(run.plan_for(kind, entity_id, now_ms))
+        except DomainError:  # deleted or changed since it was found due: its load reports it
+            continue
+    return compaction.pending_days(compaction.read_days(plans, now_ms))
+
+
+def compact(job: dict[str, Any]) -> dict[str, Any]:
+    """A queued compaction (async invocation `{"compact": {"days": [...]}}`): the days it wrote."""
+    from expconsole.services.pulse import compaction
+
+    started = time.monotonic()
+    written = compaction.compact_days(job.get("days") or [], entities.now_ms())
+    observability.count("DaysCompacted", len(written))
+    observability.count("CompactionDuration", (time.monotonic() - started) * 1000, MetricUnit.Milliseconds)
+    return {"compacted": written}
+
+
+def _invoke_compaction(days: list[str]) -> None:
+    """Queue (AWS) or run the compaction of `days`, a batch per invocation."""
+    from expconsole.services.pulse import compaction
+
+    for batch in compaction.batches(days):
+        if _async():
+            aws.client("lambda").invoke(
+                FunctionName=os.environ["AWS_LAMBDA_FUNCTION_NAME"],
+                InvocationType="Event",
+                Payload=json.dumps({"compact": {"days": batch}}).encode(),
+            )
+        else:
+            compact({"days": batch})
+
+
 def scheduled(time_text: str | None = None) -> dict[str, Any]:
-    """The hourly schedule: queue (AWS) or run every due load incrementally."""
+    """The hourly schedule: queue (AWS) or run every due load incrementally, then the compaction of
+    the finished days they read (services/pulse/compaction.py: beside the loads, not in them)."""
     now = entities.now_ms()
     if time_text:
         parsed = dt.datetime.fromisoformat(time_text.replace("Z", "+00:00"))
@@ -237,4 +277,11 @@ def scheduled(time_text: str | None = None) -> dict[str, Any]:
         except Exception:
             logger.exception("Scheduled pulse load failed", extra={"kind": kind, "id": entity_id})
             failed.append(entity_id)
-    return {"loaded": done, "failed": failed}
+    compacting: list[str] = []
+    try:
+        compacting = compaction_due(queue, now)
+        _invoke_compaction(compacting)
+    except Exception:  # the loads read raw objects as well: the next hour tries again
+        logger.exception("Scheduled compaction failed", extra={"days": compacting})
+        observability.count("CompactionsFailed")
+    return {"loaded": done, "failed": failed, "compacting": compacting}

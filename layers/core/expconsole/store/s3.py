@@ -121,6 +121,12 @@ def put_object(key: str, body: bytes, content_type: str = "application/octet-str
     _s3().put_object(Bucket=config.events_bucket(), Key=key, Body=body, ContentType=content_type)
 
 
+def is_missing(exc: Exception) -> bool:
+    """Whether a botocore error says the object does not exist."""
+    response = getattr(exc, "response", None) or {}
+    return response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound")
+
+
 def get_if_exists(key: str) -> bytes | None:
     """The object's bytes, or None when there is no such object."""
     from botocore.exceptions import ClientError

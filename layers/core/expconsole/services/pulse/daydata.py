@@ -82,14 +82,13 @@ SELECT NULL::VARCHAR AS event, NULL::BIGINT AS "timestamp", NULL::VARCHAR AS use
 WHERE false
 """
 PARQUET_SELECT = "SELECT {columns} FROM read_parquet({files})"
-# The day's raw events are parsed once into DAY_TABLE: compaction writes it, and the run's
-# aggregate of that day reads it (`compact(..., keep=True)`) instead of reading the JSON again.
-DAY_TABLE = "day_raw"
-COMPACT_TABLE = "CREATE OR REPLACE TEMP TABLE day_raw AS {select}"
 # zstd level 1: at the bench's size a quarter faster to write than the default level 3 and no
 # larger; snappy and lz4 are faster still but write files 1.7x the size (more to upload and keep).
+# COPY streams the day from the JSON reader to the file (no table of the whole day in memory) and
+# answers the number of rows written.
 COMPACT_COPY = (
-    "COPY day_raw TO {target} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 256000)"
+    "COPY ({select}) TO {target}"
+    " (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 256000)"
 )
 
 
@@ -157,6 +156,25 @@ def listing(day: str, keys: list[str] | None = None) -> Listing:
     return Listing(raw_keys(day) if keys is None else keys, _manifest(day))
 
 
+def fetch(spill: Spill, day: str, listed: Listing) -> Listing:
+    """Download what day_select reads; the listing to read it with.
+
+    Compaction runs beside the loads and deletes the Parquet file it replaces (after a backfill),
+    so the file a listing named may be gone by the time it is downloaded: then the day's new
+    manifest is read and its file, which holds every object the old one did, is fetched instead."""
+    from botocore.exceptions import ClientError
+
+    try:
+        spill.fetch(listed.reads())
+        return listed
+    except ClientError as exc:
+        if listed.manifest is None or not s3.is_missing(exc):
+            raise
+    fresh = Listing(listed.keys, _manifest(day))
+    spill.fetch(fresh.reads())
+    return fresh
+
+
 def day_select(
     spill: Spill, day: str, keys: list[str] | None = None, listed: Listing | None = None
 ) -> tuple[str, list[str]]:
@@ -195,15 +213,13 @@ def compact(
     spill: Spill,
     day: str,
     keys: list[str] | None = None,
-    keep: bool = False,
     listed: Listing | None = None,
 ) -> bool:
     """Fold the day's raw objects into one Parquet file (when something new arrived); True if written.
 
     Order: Parquet first, manifest last, so a reader sees the old manifest (and reads the raw
-    objects it does not list) or the new one, whose Parquet file already exists. With `keep`,
-    the day's events stay in the temporary table DAY_TABLE (every event of the day) for the
-    caller, who drops it.
+    objects it does not list) or the new one, whose Parquet file already exists (a reader that
+    listed the old manifest and finds its file deleted reads the new one: `fetch`).
     """
     listed = listed or listing(day, keys)
     keys, manifest = listed.keys, listed.manifest
@@ -212,11 +228,8 @@ def compact(
     parquet_key = f"{compacted_prefix(day)}part-{sources_digest(keys)}.parquet"
     target = spill.path(parquet_key)
     target.parent.mkdir(parents=True, exist_ok=True)
-    con.execute(COMPACT_TABLE.format(select=raw_select(spill, keys)))
-    con.execute(COMPACT_COPY.format(target=literal(str(target))))
-    rows = con.execute("SELECT count(*) FROM day_raw").fetchone()
-    if not keep:
-        con.execute("DROP TABLE day_raw")
+    copy = COMPACT_COPY.format(select=raw_select(spill, keys), target=literal(str(target)))
+    rows = con.execute(copy).fetchone()
     spill.adopt(parquet_key)
     with open(target, "rb") as body:
         s3.put_file(parquet_key, body, "application/vnd.apache.parquet")

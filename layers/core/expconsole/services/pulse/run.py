@@ -4,12 +4,12 @@ A run analyses everything up to its own start (today's partial day included), or
 of `as_of` (the CLI's `--date`), and never past the experiment's end or decision. Days run from
 7 days before the start (the CUPED pre-period) to that cutoff. Per day:
 
-1. a finished day (before today, UTC) is compacted into Parquet (daydata.compact: only when raw
-   objects arrived since the last compaction);
-2. its unit aggregate is reused when stored with the same plan fingerprint, the same set of raw
+1. its unit aggregate is reused when stored with the same plan fingerprint, the same set of raw
    objects and the same cutoff (`incremental`, the scheduled runs), else computed from the
-   day's events and stored under `pulse/<kind>=<id>/date=D/` (`full` recomputes every day);
-3. the combination (analyse.py) gives cumulative records per result day, written through
+   day's events (its compacted Parquet file plus the raw objects not in it: a run never
+   compacts, compaction.py does, apart) and stored under `pulse/<kind>=<id>/date=D/` (`full`
+   recomputes every day);
+2. the combination (analyse.py) gives cumulative records per result day, written through
    store.group_stats.put_day, and the health checks, stored on the experiment (`_health`).
 
 `refresh=metric` writes only the records of `metricIDs`. The run's history record is written
@@ -74,7 +74,6 @@ class _Day:
     listed: daydata.Listing
     stamp: dict[str, Any]
     stored: dict[str, Any] | None  # the stored aggregate's manifest, when its stamp matches
-    compact: bool  # a finished day with raw objects the compacted Parquet does not hold
 
 
 def _prepare(
@@ -82,7 +81,6 @@ def _prepare(
     plan: EntityPlan,
     ds: str,
     cutoff: int,
-    today: str,
     refresh: str,
     exposure_cutoff: int | None = None,
 ) -> _Day:
@@ -108,34 +106,18 @@ def _prepare(
         manifest = json.loads(body) if body else None
         if manifest is not None and all(manifest.get(k) == v for k, v in stamp.items()):
             stored = manifest
-    compact = ds < today and not on_athena and not listed.compacted
     if stored is not None:
         spill.fetch([f"{prefix}{name}.parquet" for name in PARTS])
-    if compact:
-        spill.fetch(keys)
-    elif stored is None and not on_athena:
-        spill.fetch(listed.reads())
-    return _Day(ds, listed, stamp, stored, compact)
+    elif not on_athena:
+        listed = daydata.fetch(spill, ds, listed)
+    return _Day(ds, listed, stamp, stored)
 
 
 def _day_parts(
-    con: Any, spill: engine.Spill, plan: EntityPlan, day: _Day, refresh: str
+    con: Any, spill: engine.Spill, plan: EntityPlan, day: _Day
 ) -> tuple[Parts, dict[str, int], bool]:
-    """The day's aggregate (local Parquet parts), its exposure counts, and whether it was recomputed."""
-    in_table = False  # whether the day's events are in daydata.DAY_TABLE (parsed once, compacted)
-    if day.compact:
-        in_table = daydata.compact(con, spill, day.ds, day.listed.keys, keep=True, listed=day.listed)
-    try:
-        return _day_aggregate(con, spill, plan, day, refresh, in_table)
-    finally:
-        if in_table:
-            con.execute(f"DROP TABLE IF EXISTS {daydata.DAY_TABLE}")
-
-
-def _day_aggregate(
-    con: Any, spill: engine.Spill, plan: EntityPlan, day: _Day, refresh: str, in_table: bool
-) -> tuple[Parts, dict[str, int], bool]:
-    """The stored aggregate when its stamp matches (not `full`), else the day's aggregate computed."""
+    """The day's aggregate (local Parquet parts), its exposure counts, and whether it was recomputed:
+    the stored aggregate when its stamp matches (not `full`), else the day's aggregate computed."""
     ds, keys, stamp = day.ds, day.listed.keys, day.stamp
     prefix = aggregate_prefix(plan, ds)
     cutoff, exposure_cutoff = stamp["cutoff"], stamp["exposureCutoff"]
@@ -146,12 +128,7 @@ def _day_aggregate(
         agg, scanned = athena.aggregate_day(con, spill, plan, ds, spill.path(prefix), cutoff, exposure_cutoff)
         logger.info("Athena day aggregate", extra={"day": ds, "bytesScanned": scanned})
     else:
-        if in_table:
-            select = f"SELECT * FROM {daydata.DAY_TABLE}"
-        else:
-            # a compaction that just wrote the day's Parquet file is read as the manifest it wrote
-            listed = day.listed if not day.compact else daydata.listing(ds, keys)
-            select = daydata.day_select(spill, ds, keys, listed)[0]
+        select = daydata.day_select(spill, ds, keys, day.listed)[0]
         agg = aggregate_day(plan, DayEvents(con, select, spill.path(prefix)), cutoff, exposure_cutoff)
     for name, path in agg.files.items():
         spill.adopt(f"{prefix}{name}.parquet")
@@ -193,7 +170,6 @@ def execute(
     if plan.decision_ms is not None:
         exposure_end = max(cutoff, now if as_of is None else min(now, _day_start(as_of) + DAY_MS))
     health_days = day_range(_ds(cutoff - 1), _ds(exposure_end - 1))[1:]
-    today = _ds(now)
     with engine.Spill() as spill:
         con = engine.connect(spill.duckdb)
         try:
@@ -203,7 +179,6 @@ def execute(
                 plan,
                 days,
                 health_days,
-                today,
                 cutoff,
                 exposure_end,
                 refresh,
@@ -225,7 +200,6 @@ def _execute_days(
     plan: EntityPlan,
     days: list[str],
     health_days: list[str],
-    today: str,
     cutoff: int,
     exposure_end: int,
     refresh: str,
@@ -239,7 +213,7 @@ def _execute_days(
 
     def prepare(ds: str) -> _Day:
         day_end = _day_start(ds) + DAY_MS
-        return _prepare(spill, plan, ds, min(cutoff, day_end), today, refresh, min(exposure_end, day_end))
+        return _prepare(spill, plan, ds, min(cutoff, day_end), refresh, min(exposure_end, day_end))
 
     # One day ahead: the next day's listing, manifests and downloads overlap this day's DuckDB work.
     with ThreadPoolExecutor(max_workers=1) as ahead:
@@ -250,7 +224,7 @@ def _execute_days(
             assert upcoming is not None
             day = upcoming.result()
             upcoming = ahead.submit(prepare, all_days[i + 1]) if i + 1 < len(all_days) else None
-            p, h, _ = _day_parts(con, spill, plan, day, refresh)
+            p, h, _ = _day_parts(con, spill, plan, day)
             if i < len(days):
                 parts.append(p)
                 healths.append(h)
