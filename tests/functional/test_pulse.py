@@ -26,7 +26,7 @@ import pytest
 
 from expconsole import kinds
 from expconsole.services import entities, ingest, pulse_loads
-from expconsole.services.pulse import daydata, run
+from expconsole.services.pulse import athena, daydata, run
 from expconsole.store import group_stats, s3
 from tests.conftest import LAMBDA_CONTEXT, Caller, load_function
 from tests.functional.pulse_metrics import METRICS
@@ -547,6 +547,17 @@ def test_compaction_is_idempotent_and_backfills_are_read_once(
     assert len(daydata.read_rows(ds(day), ["event"])) == len(got)
     run.load_pulse(kinds.EXPERIMENT, exp_id, now=NOW + HOUR, refresh="full")
     assert_all_days(exp_id, reference(events, exp_id, now=NOW + HOUR)[1])
+
+
+def test_on_athena_nothing_is_compacted(
+    fns: dict[str, Caller], clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exp_id = make_experiment(fns, clock)
+    send(population(exp_id, seed=10))
+    target = [(kinds.EXPERIMENT, exp_id)]
+    assert pulse_loads.compaction_due(target, NOW)  # finished days with raw objects
+    monkeypatch.setenv(athena.ENGINE_ENV, "athena")  # Athena reads the raw partitions, never Parquet
+    assert pulse_loads.compaction_due(target, NOW) == []
 
 
 def test_a_load_that_listed_a_parquet_file_a_compaction_replaced_reads_the_new_one(

@@ -214,9 +214,13 @@ def due(now_ms: int, every_hour: bool = False) -> list[tuple[str, str]]:
 
 
 def compaction_due(targets: list[tuple[str, str]], now_ms: int) -> list[str]:
-    """The finished days these loads read that hold raw objects not yet compacted to Parquet."""
-    from expconsole.services.pulse import compaction, run
+    """The finished days these loads read that hold raw objects not yet compacted to Parquet.
 
+    None on Athena: it reads the raw partitions through the Glue table, never the Parquet files."""
+    from expconsole.services.pulse import athena, compaction, run
+
+    if athena.enabled():
+        return []
     plans = []
     for kind, entity_id in targets:
         try:
