@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged
+from expconsole.api.envelope import paged
 from expconsole.models.common import ArchiveBody, UnarchiveBody
 from expconsole.models.prompts import (
     PromptCreate,
@@ -29,22 +29,23 @@ TAGS = ["Prompts"]
 @router.get(
     BASE, tags=TAGS, summary="List prompts", responses=responses(200, PromptListEnvelope, "A page of prompts")
 )
-def list_prompts(query: Annotated[PromptListQuery, Query()]) -> dict[str, Any]:
-    return paged("Prompts listed successfully.", prompts.list_prompts(query), router)
+def list_prompts(query: Annotated[PromptListQuery, Query()]) -> PromptListEnvelope:
+    page = prompts.list_prompts(query)
+    return PromptListEnvelope.model_validate(paged("Prompts listed successfully.", page, router))
 
 
 @router.post(
     BASE, tags=TAGS, summary="Create a prompt", responses=responses(201, PromptEnvelope, "Created", 409)
 )
-def create_prompt(body: PromptCreate) -> tuple[dict[str, Any], int]:
-    return ok("Prompt created successfully.", prompts.create(body)), 201
+def create_prompt(body: PromptCreate) -> tuple[PromptEnvelope, int]:
+    return PromptEnvelope(message="Prompt created successfully.", data=prompts.create(body)), 201
 
 
 @router.get(
     ONE, tags=TAGS, summary="Read a prompt", responses=responses(200, PromptEnvelope, "The prompt", 404)
 )
-def get_prompt(id: str) -> dict[str, Any]:
-    return ok("Prompt read successfully.", prompts.get(id))
+def get_prompt(id: str) -> PromptEnvelope:
+    return PromptEnvelope(message="Prompt read successfully.", data=prompts.get(id))
 
 
 @router.patch(
@@ -53,8 +54,8 @@ def get_prompt(id: str) -> dict[str, Any]:
     summary="Change a prompt's description, targetApps, team or teamID",
     responses=responses(200, PromptEnvelope, "Updated", 404, 409),
 )
-def patch_prompt(id: str, body: PromptPatch) -> dict[str, Any]:
-    return ok("Prompt updated successfully.", prompts.patch(id, body))
+def patch_prompt(id: str, body: PromptPatch) -> PromptEnvelope:
+    return PromptEnvelope(message="Prompt updated successfully.", data=prompts.patch(id, body))
 
 
 @router.put(
@@ -63,9 +64,11 @@ def patch_prompt(id: str, body: PromptPatch) -> dict[str, Any]:
     summary="Archive a prompt",
     responses=responses(200, PromptEnvelope, "Archived", 404, 409),
 )
-def archive_prompt(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+def archive_prompt(id: str, body: ArchiveBody | None = None) -> PromptEnvelope:
     body = body or ArchiveBody()
-    return ok("Prompt archived successfully.", prompts.archive(id, body.archiveReason))
+    return PromptEnvelope(
+        message="Prompt archived successfully.", data=prompts.archive(id, body.archiveReason)
+    )
 
 
 @router.put(
@@ -74,8 +77,8 @@ def archive_prompt(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
     summary="Unarchive a prompt",
     responses=responses(200, PromptEnvelope, "Unarchived", 404, 409),
 )
-def unarchive_prompt(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]:
-    return ok("Prompt unarchived successfully.", prompts.unarchive(id))
+def unarchive_prompt(id: str, body: UnarchiveBody | None = None) -> PromptEnvelope:
+    return PromptEnvelope(message="Prompt unarchived successfully.", data=prompts.unarchive(id))
 
 
 app, lambda_handler = build(router, key_kind="console")

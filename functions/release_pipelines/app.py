@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged
+from expconsole.api.envelope import paged
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.release_pipelines import (
     PipelineCreate,
@@ -32,8 +32,9 @@ TAGS = ["Release pipelines"]
     summary="List release pipelines",
     responses=responses(200, PipelineListEnvelope, "A page of pipelines"),
 )
-def list_pipelines(query: Annotated[PipelineListQuery, Query()]) -> dict[str, Any]:
-    return paged("Release pipelines listed successfully.", pipelines.list_pipelines(query), router)
+def list_pipelines(query: Annotated[PipelineListQuery, Query()]) -> PipelineListEnvelope:
+    page = pipelines.list_pipelines(query)
+    return PipelineListEnvelope.model_validate(paged("Release pipelines listed successfully.", page, router))
 
 
 @router.post(
@@ -42,8 +43,10 @@ def list_pipelines(query: Annotated[PipelineListQuery, Query()]) -> dict[str, An
     summary="Create a release pipeline",
     responses=responses(201, PipelineEnvelope, "Created", 409),
 )
-def create_pipeline(body: PipelineCreate) -> tuple[dict[str, Any], int]:
-    return ok("Release pipeline created successfully.", pipelines.create(body)), 201
+def create_pipeline(body: PipelineCreate) -> tuple[PipelineEnvelope, int]:
+    return PipelineEnvelope(
+        message="Release pipeline created successfully.", data=pipelines.create(body)
+    ), 201
 
 
 @router.get(
@@ -52,8 +55,8 @@ def create_pipeline(body: PipelineCreate) -> tuple[dict[str, Any], int]:
     summary="Read a release pipeline",
     responses=responses(200, PipelineEnvelope, "The pipeline", 404),
 )
-def get_pipeline(id: str) -> dict[str, Any]:
-    return ok("Release pipeline read successfully.", pipelines.get(id))
+def get_pipeline(id: str) -> PipelineEnvelope:
+    return PipelineEnvelope(message="Release pipeline read successfully.", data=pipelines.get(id))
 
 
 @router.post(
@@ -62,8 +65,8 @@ def get_pipeline(id: str) -> dict[str, Any]:
     summary="Update a release pipeline (its phases are replaced)",
     responses=responses(200, PipelineEnvelope, "Updated", 404, 409),
 )
-def update_pipeline(id: str, body: PipelineUpdate) -> dict[str, Any]:
-    return ok("Release pipeline updated successfully.", pipelines.update(id, body))
+def update_pipeline(id: str, body: PipelineUpdate) -> PipelineEnvelope:
+    return PipelineEnvelope(message="Release pipeline updated successfully.", data=pipelines.update(id, body))
 
 
 @router.delete(
@@ -72,9 +75,9 @@ def update_pipeline(id: str, body: PipelineUpdate) -> dict[str, Any]:
     summary="Delete a release pipeline no gate or dynamic config uses",
     responses=responses(200, Message, "Deleted", 404, 409),
 )
-def delete_pipeline(id: str) -> dict[str, Any]:
+def delete_pipeline(id: str) -> Message:
     pipelines.delete(id)
-    return {"message": "Release pipeline deleted successfully."}
+    return Message(message="Release pipeline deleted successfully.")
 
 
 @router.put(
@@ -83,12 +86,10 @@ def delete_pipeline(id: str) -> dict[str, Any]:
     summary="Archive a release pipeline",
     responses=responses(200, PipelineEnvelope, "Archived", 404, 409),
 )
-def archive_pipeline(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+def archive_pipeline(id: str, body: ArchiveBody | None = None) -> PipelineEnvelope:
     body = body or ArchiveBody()
-    return ok(
-        "Release pipeline archived successfully.",
-        pipelines.archive(id, body.forceArchive, body.archiveReason),
-    )
+    archived = pipelines.archive(id, body.forceArchive, body.archiveReason)
+    return PipelineEnvelope(message="Release pipeline archived successfully.", data=archived)
 
 
 @router.put(
@@ -97,8 +98,8 @@ def archive_pipeline(id: str, body: ArchiveBody | None = None) -> dict[str, Any]
     summary="Unarchive a release pipeline",
     responses=responses(200, PipelineEnvelope, "Unarchived", 404, 409),
 )
-def unarchive_pipeline(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]:
-    return ok("Release pipeline unarchived successfully.", pipelines.unarchive(id))
+def unarchive_pipeline(id: str, body: UnarchiveBody | None = None) -> PipelineEnvelope:
+    return PipelineEnvelope(message="Release pipeline unarchived successfully.", data=pipelines.unarchive(id))
 
 
 app, lambda_handler = build(router, key_kind="console")

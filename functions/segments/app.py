@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged
+from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery, link_base, pagination_of
 from expconsole.models.common import ArchiveBody, Message
 from expconsole.models.segments import (
@@ -35,22 +35,23 @@ TAGS = ["Segments"]
     summary="List segments",
     responses=responses(200, SegmentListEnvelope, "A page of segments"),
 )
-def list_segments(query: Annotated[SegmentListQuery, Query()]) -> dict[str, Any]:
-    return paged("Segments listed successfully.", segments.list_segments(query), router)
+def list_segments(query: Annotated[SegmentListQuery, Query()]) -> SegmentListEnvelope:
+    page = segments.list_segments(query)
+    return SegmentListEnvelope.model_validate(paged("Segments listed successfully.", page, router))
 
 
 @router.post(
     BASE, tags=TAGS, summary="Create a segment", responses=responses(201, SegmentEnvelope, "Created", 409)
 )
-def create_segment(body: SegmentCreate) -> tuple[dict[str, Any], int]:
-    return ok("Segment created successfully.", segments.create(body)), 201
+def create_segment(body: SegmentCreate) -> tuple[SegmentEnvelope, int]:
+    return SegmentEnvelope(message="Segment created successfully.", data=segments.create(body)), 201
 
 
 @router.get(
     ONE, tags=TAGS, summary="Read a segment", responses=responses(200, SegmentEnvelope, "The segment", 404)
 )
-def get_segment(id: str) -> dict[str, Any]:
-    return ok("Segment read successfully.", segments.get(id))
+def get_segment(id: str) -> SegmentEnvelope:
+    return SegmentEnvelope(message="Segment read successfully.", data=segments.get(id))
 
 
 @router.delete(
@@ -59,9 +60,9 @@ def get_segment(id: str) -> dict[str, Any]:
     summary="Delete a segment no condition names (its ids too)",
     responses=responses(200, Message, "Deleted", 404, 409),
 )
-def delete_segment(id: str) -> dict[str, Any]:
+def delete_segment(id: str) -> Message:
     segments.delete(id)
-    return {"message": "Segment deleted successfully."}
+    return Message(message="Segment deleted successfully.")
 
 
 @router.put(
@@ -70,9 +71,10 @@ def delete_segment(id: str) -> dict[str, Any]:
     summary="Archive a segment",
     responses=responses(200, SegmentEnvelope, "Archived", 404, 409),
 )
-def archive_segment(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+def archive_segment(id: str, body: ArchiveBody | None = None) -> SegmentEnvelope:
     body = body or ArchiveBody()
-    return ok("Segment archived successfully.", segments.archive(id, body.forceArchive, body.archiveReason))
+    archived = segments.archive(id, body.forceArchive, body.archiveReason)
+    return SegmentEnvelope(message="Segment archived successfully.", data=archived)
 
 
 @router.post(
@@ -81,8 +83,10 @@ def archive_segment(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
     summary="Set a rule_based segment's rules (an array of rules)",
     responses=responses(200, SegmentEnvelope, "Rules set", 404, 409),
 )
-def set_rules(id: str, body: SegmentRules) -> dict[str, Any]:
-    return ok("Segment rules updated successfully.", segments.set_rules(id, body.root))
+def set_rules(id: str, body: SegmentRules) -> SegmentEnvelope:
+    return SegmentEnvelope(
+        message="Segment rules updated successfully.", data=segments.set_rules(id, body.root)
+    )
 
 
 @router.get(
@@ -91,10 +95,12 @@ def set_rules(id: str, body: SegmentRules) -> dict[str, Any]:
     summary="Read an id_list segment's ids, a page at a time",
     responses=responses(200, IdListEnvelope, "A page of ids", 404),
 )
-def get_ids(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+def get_ids(id: str, query: Annotated[PageQuery, Query()]) -> IdListEnvelope:
     data, page = segments.get_ids(id, query.page, query.limit)
     pagination = pagination_of(page, *link_base(router))
-    return {"message": "Segment ids read successfully.", "data": data, "pagination": pagination}
+    return IdListEnvelope.model_validate(
+        {"message": "Segment ids read successfully.", "data": data, "pagination": pagination}
+    )
 
 
 @router.patch(
@@ -103,8 +109,10 @@ def get_ids(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
     summary="Add 1 to 1000 ids to an id_list segment",
     responses=responses(200, SegmentEnvelope, "Ids added", 404, 409),
 )
-def add_ids(id: str, body: SegmentIds) -> dict[str, Any]:
-    return ok("IDs successfully added to Segment ID List.", segments.add_ids(id, body.ids))
+def add_ids(id: str, body: SegmentIds) -> SegmentEnvelope:
+    return SegmentEnvelope(
+        message="IDs successfully added to Segment ID List.", data=segments.add_ids(id, body.ids)
+    )
 
 
 @router.delete(
@@ -113,8 +121,9 @@ def add_ids(id: str, body: SegmentIds) -> dict[str, Any]:
     summary="Remove 1 to 1000 ids from an id_list segment",
     responses=responses(200, SegmentEnvelope, "Ids removed", 404, 409),
 )
-def remove_ids(id: str, body: SegmentIds) -> dict[str, Any]:
-    return ok("IDs successfully removed from Segment ID List.", segments.remove_ids(id, body.ids))
+def remove_ids(id: str, body: SegmentIds) -> SegmentEnvelope:
+    removed = segments.remove_ids(id, body.ids)
+    return SegmentEnvelope(message="IDs successfully removed from Segment ID List.", data=removed)
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -1,8 +1,12 @@
-"""Prompts (AI configs): request bodies, the list query and the response shape.
+"""Prompts (AI configs): request bodies, the list query, the stored prompt and the response shape.
 
 `name` and `displayName` have 3 to 100 characters (letters, digits, underscore, hyphen,
 period, space) and `description` at most 1000. A PATCH changes only `description`,
 `targetApps`, `team` and `teamID`; any other field is a 400 naming it.
+
+A prompt's fields are declared once, in `PromptFields`: the stored prompt (`StoredPrompt`, plus
+its archive state) and the answer (`Prompt`, plus `isArchived`) both extend it, in the order the
+API has always answered them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import Owner, OwnerIn
 from expconsole.models.pagination import PageQuery, Pagination
+from expconsole.models.stored import ArchiveState, StoredModel
 
 
 class PromptCreate(RequestModel):
@@ -51,12 +56,20 @@ class PromptListQuery(PageQuery):
     includeArchived: QueryBool = Field(False, description="Include archived prompts.")
 
 
-class Prompt(ResponseModel):
+class PromptFields(ResponseModel):
+    """What a prompt stores and answers alike, in the order it answers them."""
+
     id: str
     name: str
     displayName: str
     description: str
     idType: str
+    tags: list[str]
+    targetApps: list[str]
+    holdoutIDs: list[str]
+    team: str | None
+    teamID: str | None
+    owner: Owner
     creatorID: str | None
     creatorName: str
     creatorEmail: str | None
@@ -65,13 +78,23 @@ class Prompt(ResponseModel):
     lastModifierName: str | None
     lastModifierEmail: str | None
     lastModifiedTime: int
-    tags: list[str]
-    targetApps: list[str]
-    holdoutIDs: list[str]
-    team: str | None
-    teamID: str | None
-    owner: Owner
     version: int
+
+
+class StoredPrompt(StoredModel, PromptFields):
+    """A prompt as the table holds it: its fields plus its archive state, never answered as such.
+
+    An item without `_state` reads as not archived, and is written back without it unless a
+    change sets it.
+    """
+
+    state: ArchiveState = Field(default_factory=ArchiveState, alias="_state")
+
+
+# A prompt as the API answers it: the stored fields, then whether it is archived (derived on
+# every read, as services.common.lifecycle reads it). (A docstring would become the schema's
+# description in openapi.json.)
+class Prompt(PromptFields):
     isArchived: bool
 
 

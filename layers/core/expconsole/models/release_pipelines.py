@@ -8,17 +8,23 @@ ids are assigned by the service and kept across updates when sent back, as gate 
 Limits the contract leaves open (chosen here): a pipeline or phase name has 1 to 100
 characters and is not blank; at most 100 phases, 500 rules a phase (as gates), 100 conditions
 a rule (the shared rule limit).
+
+A pipeline's fields are declared once, in `PipelineFields`, in the order the table holds them:
+the stored pipeline (`StoredPipeline`) adds its archive state, the answer (`ReleasePipeline`)
+leaves out the two emails it has never answered and adds `isArchived`.
 """
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 
 from expconsole.models.base import PatchModel, QueryBool, RequestModel, ResponseModel
 from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import Condition, ConditionOut
+from expconsole.models.stored import ArchiveState, StoredModel
 
 MAX_PHASES = 100
 MAX_RULES_PER_PHASE = 500
@@ -92,17 +98,42 @@ class PhaseOut(ResponseModel):
     rules: list[PipelineRuleOut]
 
 
-class ReleasePipeline(ResponseModel):
+class PipelineFields(ResponseModel):
+    """What a pipeline stores, in the order it stores them; it answers them all but the emails."""
+
     id: str
     name: str
     phases: list[PhaseOut]
     creatorID: str | None
     creatorName: str
+    creatorEmail: str | None
     createdTime: int
     lastModifierID: str | None
     lastModifierName: str | None
+    lastModifierEmail: str | None
     lastModifiedTime: int
     version: int
+
+
+class StoredPipeline(StoredModel, PipelineFields):
+    """A pipeline as the table holds it: its fields plus its archive state, never answered as such.
+
+    An item without `_state` reads as not archived, and is written back without it unless a
+    change sets it.
+    """
+
+    state: ArchiveState = Field(default_factory=ArchiveState, alias="_state")
+
+
+# A pipeline as the API answers it: the stored fields but the emails (left out of the answer and
+# its schema, as ever), then whether it is archived (derived on every read, as
+# services.common.lifecycle reads it); other stored keys are not answered. (A docstring would
+# become the schema's description in openapi.json.)
+class ReleasePipeline(PipelineFields):
+    model_config = ConfigDict(extra="ignore")
+
+    creatorEmail: SkipJsonSchema[str | None] = Field(None, exclude=True)
+    lastModifierEmail: SkipJsonSchema[str | None] = Field(None, exclude=True)
     isArchived: bool
 
 

@@ -259,15 +259,30 @@ class ConditionOut(ResponseModel):
     customID: str | None = Field(None, exclude_if=_is_none)
 
 
-class RuleOut(ResponseModel):
+class RuleOutFields(ResponseModel):
+    """An answered rule's keys before those a kind may add (services.common.rules.rule_doc)."""
+
     id: str
     baseID: str
     name: str
     passPercentage: Number
     conditions: list[ConditionOut]
     environments: list[str] | None
+
+
+class RolloutsOut(ResponseModel):
+    """A rule's automated rollouts: stored after every other key of the rule, a kind's own
+    (a segment rule's `returnValue`) included."""
+
     completedAutomatedRollouts: list[dict[str, Any]] | None = Field(None, exclude_if=_is_none)
     pendingAutomatedRollouts: list[dict[str, Any]] | None = Field(None, exclude_if=_is_none)
+
+
+# A rule as stored and answered. Pydantic orders fields from the last base to the first: a kind
+# adding keys before the rollouts lists its base between these two. (A docstring would become
+# the schema's description in openapi.json.)
+class RuleOut(RolloutsOut, RuleOutFields):
+    pass
 
 
 def is_everyone_rule(rule: dict[str, Any]) -> bool:

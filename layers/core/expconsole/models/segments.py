@@ -10,6 +10,11 @@ Limits, from the peer's DTO where the contract is silent: `name` 3 to 100 charac
 hyphen; defaults to the name in lower case, spaces to underscores), `description` at most
 1000. Chosen here: at most 500 rules (as gates); a unit id has 1 to 256 characters (a
 DynamoDB sort key holds 1024 bytes).
+
+A segment's fields are declared once: `SegmentFields` (what every segment stores and answers)
+and `SegmentContent` (its rules or its ids' count, by type). The stored segment
+(`StoredSegment`) stores its internal state between the two, the answer (`Segment`) adds
+`isArchived` after them: each in the order the table and the API have always had them.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from pydantic import ConfigDict, Field, RootModel, StringConstraints, model_vali
 
 from expconsole.models.base import Description, QueryBool, RequestModel, ResponseModel, Tag
 from expconsole.models.pagination import PageQuery, Pagination
-from expconsole.models.rules import RuleFields, RuleOut
+from expconsole.models.rules import RolloutsOut, RuleFields, RuleOutFields
+from expconsole.models.stored import ArchiveState, StoredModel
 
 MAX_RULES = 500
 MAX_IDS_PER_REQUEST = 1000
@@ -50,21 +56,26 @@ class SegmentRule(RuleFields):
     returnValue: dict[str, Any] | None = Field(None, description="Accepted as the peer does; stored as sent.")
 
 
+# Request field types that the create and the rules models share.
+SegmentRuleList = Annotated[list[SegmentRule], Field(max_length=MAX_RULES)]
+IdType = Annotated[str, Field(min_length=1, max_length=100)]
+
+
 class SegmentCreate(RequestModel):
     name: SegmentName
     id: SegmentId | None = None
     type: SegmentType = Field(description="`rule_based` or `id_list`; fixed once created.")
     description: Description = ""
-    idType: str = Field("userID", min_length=1, max_length=100)
+    idType: IdType = "userID"
     tags: list[Tag] = Field(default_factory=list)
     creatorID: str | None = None
     creatorEmail: str | None = None
     team: str | None = None
     teamID: str | None = None
-    rules: list[SegmentRule] | None = Field(None, max_length=MAX_RULES, description="rule_based only.")
+    rules: SegmentRuleList | None = Field(None, description="rule_based only.")
 
 
-class SegmentRules(RootModel[Annotated[list[SegmentRule], Field(max_length=MAX_RULES)]]):
+class SegmentRules(RootModel[SegmentRuleList]):
     """POST /segments/{id}/conditional: the segment's new rules, replacing the old ones.
 
     The body is the peer's bare array of rules (errors name `[0].conditions[1].targetValue`);
@@ -93,15 +104,31 @@ class SegmentListQuery(PageQuery):
     includeArchived: QueryBool = Field(False, description="Include archived segments.")
 
 
-class Segment(ResponseModel):
+def _absent(value: object) -> bool:
+    """`exclude_if` of the keys a segment stores only for its type or when sent: an answer
+    leaves them out as the stored item does, rather than answer null."""
+    return value is None
+
+
+class _ReturnValue(ResponseModel):
+    returnValue: dict[str, Any] | None = Field(None, exclude_if=_absent)
+
+
+# A segment rule as stored and answered: `returnValue`, when sent, between the rule's fields
+# and its rollouts (models.rules.RuleOut). (A docstring would become the schema's description.)
+class SegmentRuleOut(RolloutsOut, _ReturnValue, RuleOutFields):
+    pass
+
+
+class SegmentFields(ResponseModel):
+    """What every segment stores and answers alike, in the order it answers them."""
+
     id: str
     name: str
     type: SegmentType
     description: str
     idType: str
     isEnabled: bool
-    rules: list[RuleOut] | None = Field(None, description="rule_based segments only.")
-    count: int | None = Field(None, description="id_list segments only: how many ids the list holds.")
     tags: list[str]
     targetApps: list[str]
     holdoutIDs: list[str]
@@ -116,6 +143,41 @@ class Segment(ResponseModel):
     lastModifierEmail: str | None
     lastModifiedTime: int
     version: int
+
+
+class SegmentContent(ResponseModel):
+    """What a segment holds by type, stored after its internal state and answered after its
+    other fields; the other type's key is absent, not null."""
+
+    rules: list[SegmentRuleOut] | None = Field(
+        None, exclude_if=_absent, description="rule_based segments only."
+    )
+    count: int | None = Field(
+        None, exclude_if=_absent, description="id_list segments only: how many ids the list holds."
+    )
+
+
+class SegmentState(ArchiveState):
+    """A segment's `_state`: archived, and for an id_list segment the key of its ids
+    (store/segment_ids.py)."""
+
+    idListKey: str | None = None
+
+
+class _StoredSegmentState(StoredModel):
+    state: SegmentState = Field(default_factory=SegmentState, alias="_state")
+
+
+class StoredSegment(SegmentContent, _StoredSegmentState, SegmentFields):
+    """A segment as the table holds it: its fields, its `_state`, then its rules or count (bases
+    listed last to first, pydantic's field order). An item without `_state` reads as not
+    archived, and is written back without it unless a change sets it."""
+
+
+# A segment as the API answers it: the stored fields, then whether it is archived (derived on
+# every read, as services.common.lifecycle reads it). (A docstring would become the schema's
+# description in openapi.json.)
+class Segment(SegmentContent, SegmentFields):
     isArchived: bool
 
 

@@ -39,3 +39,12 @@ class StoredModel(BaseModel):
         """Set fields from JSON values (a request's changes), each validated as the field's type."""
         for name, value in values.items():
             setattr(self, name, value)
+
+
+class ArchiveState(StoredModel):
+    """The `_state` of a kind with a soft archive, as services.common.lifecycle writes it (an item
+    may hold only some of these keys, or others that lifecycle.is_archived reads)."""
+
+    archived: bool = False
+    archiveReason: str | None = None
+    archivedTime: int | None = None

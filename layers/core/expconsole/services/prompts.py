@@ -13,8 +13,17 @@ from __future__ import annotations
 
 from expconsole import kinds
 from expconsole.errors import Invalid
+from expconsole.models.common import Owner
 from expconsole.models.pagination import Page, page_of
-from expconsole.models.prompts import PromptCreate, PromptListQuery, PromptPatch
+from expconsole.models.prompts import (
+    Prompt,
+    PromptCreate,
+    PromptFields,
+    PromptListQuery,
+    PromptPatch,
+    StoredPrompt,
+)
+from expconsole.models.stored import ArchiveState
 from expconsole.services import entities
 from expconsole.services.common import lifecycle
 from expconsole.services.common import patch as partial
@@ -25,60 +34,62 @@ KIND = kinds.PROMPT
 LABEL = "Prompt"
 
 
-def present(doc: Doc) -> Doc:
-    out = entities.public(doc)
-    out["isArchived"] = lifecycle.is_archived(doc)
-    return out
+def present(doc: Doc) -> Prompt:
+    return Prompt.model_validate({**entities.public(doc), "isArchived": lifecycle.is_archived(doc)})
 
 
-def create(body: PromptCreate) -> Doc:
+# Create fields stored as sent; the others are stored as `create` derives them.
+_STORED_AS_SENT = frozenset(PromptCreate.model_fields.keys() & PromptFields.model_fields.keys()) - {
+    "displayName",
+    "owner",
+    "creatorID",
+    "creatorEmail",
+}
+
+
+def create(body: PromptCreate) -> Prompt:
     prompt_id = entities.id_from_name(body.name)
     if len(prompt_id) < 3:
         raise Invalid.field("name", "must have at least 3 characters that are not white space")
     data = body.model_dump(mode="json")
-    doc: Doc = {
-        "id": prompt_id,
-        "name": body.name,
-        "displayName": body.displayName or body.name,
-        "description": body.description,
-        "idType": "userID",
-        "tags": body.tags,
-        "targetApps": body.targetApps,
-        "holdoutIDs": [],
-        "team": body.team,
-        "teamID": body.teamID,
-        "owner": entities.owner_for(data["owner"]),
+    prompt = StoredPrompt(
+        **{field: data[field] for field in _STORED_AS_SENT},
+        id=prompt_id,
+        displayName=body.displayName or body.name,
+        idType="userID",
+        holdoutIDs=[],
+        owner=Owner.model_validate(entities.owner_for(data["owner"])),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
-        "_state": {"archived": False},
-    }
-    return present(entities.insert(KIND, prompt_id, doc))
+        state=ArchiveState(archived=False),
+    )
+    return present(entities.insert(KIND, prompt_id, prompt.doc()))
 
 
-def get(prompt_id: str) -> Doc:
+def get(prompt_id: str) -> Prompt:
     return present(entities.load(KIND, prompt_id))
 
 
-def list_prompts(q: PromptListQuery) -> Page[Doc]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
-    return page_of(shown, page=q.page, limit=q.limit)
+def list_prompts(q: PromptListQuery) -> Page[Prompt]:
+    docs = [d for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
+    return page_of(docs, page=q.page, limit=q.limit).map(present)
 
 
-def patch(prompt_id: str, body: PromptPatch) -> Doc:
+def patch(prompt_id: str, body: PromptPatch) -> Prompt:
     """Apply the fields sent; an empty body changes nothing (no new version: services.common.patch)."""
     stored = partial.unchanged(KIND, prompt_id, partial.changes_of(body.changes()), None)
     if stored is not None:
         return present(stored)
 
-    def change(doc: Doc) -> None:
-        lifecycle.refuse_if_archived(doc, LABEL)
-        doc.update(body.changes())
+    def change(prompt: StoredPrompt) -> None:
+        lifecycle.refuse_if_archived(prompt.doc(), LABEL)
+        prompt.set_fields(body.changes())
 
-    return present(entities.update(KIND, prompt_id, change))
+    return present(entities.update_stored(KIND, prompt_id, StoredPrompt, change))
 
 
-def archive(prompt_id: str, reason: str | None) -> Doc:
+def archive(prompt_id: str, reason: str | None) -> Prompt:
     return present(lifecycle.archive(KIND, prompt_id, reason, label=LABEL))
 
 
-def unarchive(prompt_id: str) -> Doc:
+def unarchive(prompt_id: str) -> Prompt:
     return present(lifecycle.unarchive(KIND, prompt_id, label=LABEL))

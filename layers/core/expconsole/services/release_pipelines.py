@@ -24,11 +24,16 @@ from expconsole.errors import Conflict, Invalid
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.release_pipelines import (
     Phase,
+    PhaseOut,
     PipelineCreate,
+    PipelineFields,
     PipelineListQuery,
     PipelineRule,
     PipelineUpdate,
+    ReleasePipeline,
+    StoredPipeline,
 )
+from expconsole.models.stored import ArchiveState
 from expconsole.services import entities
 from expconsole.services.common import lifecycle, references, size
 from expconsole.services.common import rules as rules_common
@@ -38,24 +43,9 @@ from expconsole.store import dynamo
 KIND = kinds.RELEASE_PIPELINE
 LABEL = "Release pipeline"
 
-FIELDS = (
-    "id",
-    "name",
-    "phases",
-    "creatorID",
-    "creatorName",
-    "createdTime",
-    "lastModifierID",
-    "lastModifierName",
-    "lastModifiedTime",
-    "version",
-)
 
-
-def present(doc: Doc) -> Doc:
-    out = {key: doc[key] for key in FIELDS if key in doc}
-    out["isArchived"] = lifecycle.is_archived(doc)
-    return out
+def present(doc: Doc) -> ReleasePipeline:
+    return ReleasePipeline.model_validate({**doc, "isArchived": lifecycle.is_archived(doc)})
 
 
 # --- phases and rules ----------------------------------------------------------------------------
@@ -127,54 +117,63 @@ def _check_references(phases: list[Doc]) -> None:
             rules_common.check_condition_targets(rule, f"phases[{p_index}].rules[{r_index}]")
 
 
-def _check_size(doc: Doc) -> None:
-    size.check_stored_size(doc, "release pipeline", "Use fewer phases, rules or condition values.")
+def _check_size(pipeline: StoredPipeline) -> None:
+    size.check_stored_size(pipeline.doc(), "release pipeline", "Use fewer phases, rules or condition values.")
+
+
+def _phase_docs(pipeline: StoredPipeline) -> list[Doc]:
+    """The pipeline's phases as stored, the shape the id checks above work on."""
+    return [phase.model_dump(mode="json", exclude_unset=True) for phase in pipeline.phases]
 
 
 # --- create, read, list --------------------------------------------------------------------------
 
 
-def create(body: PipelineCreate) -> Doc:
+# Create fields stored as sent; the others are stored as `create` derives them.
+_STORED_AS_SENT = frozenset(PipelineCreate.model_fields.keys() & PipelineFields.model_fields.keys()) - {
+    "phases"
+}
+
+
+def create(body: PipelineCreate) -> ReleasePipeline:
     pipeline_id = entities.new_id()
     phases = _stored_phases(body.phases, [])
     _check_references(phases)
-    doc: Doc = {
-        "id": pipeline_id,
-        "name": body.name,
-        "phases": phases,
+    data = body.model_dump(mode="json")
+    pipeline = StoredPipeline(
+        **{field: data[field] for field in _STORED_AS_SENT},
+        id=pipeline_id,
+        phases=[PhaseOut.model_validate(phase) for phase in phases],
         **entities.bookkeeping(),
-        "_state": {"archived": False},
-    }
-    _check_size(doc)
-    return present(entities.insert(KIND, pipeline_id, doc))
+        state=ArchiveState(archived=False),
+    )
+    _check_size(pipeline)
+    return present(entities.insert(KIND, pipeline_id, pipeline.doc()))
 
 
-def get(pipeline_id: str) -> Doc:
+def get(pipeline_id: str) -> ReleasePipeline:
     return present(entities.load(KIND, pipeline_id))
 
 
-def list_pipelines(q: PipelineListQuery) -> Page[Doc]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
-    return page_of(shown, page=q.page, limit=q.limit)
+def list_pipelines(q: PipelineListQuery) -> Page[ReleasePipeline]:
+    docs = [d for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
+    return page_of(docs, page=q.page, limit=q.limit).map(present)
 
 
 # --- changes -------------------------------------------------------------------------------------
 
 
-def _refuse_if_archived(doc: Doc) -> None:
-    lifecycle.refuse_if_archived(doc, LABEL)
+def update(pipeline_id: str, body: PipelineUpdate) -> ReleasePipeline:
+    def change(pipeline: StoredPipeline) -> None:
+        lifecycle.refuse_if_archived(pipeline.doc(), LABEL)
+        sent = body.changes()
+        sent.pop("version", None)
+        sent["phases"] = _stored_phases(body.phases, _phase_docs(pipeline))
+        _check_references(sent["phases"])
+        pipeline.set_fields(sent)
+        _check_size(pipeline)
 
-
-def update(pipeline_id: str, body: PipelineUpdate) -> Doc:
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
-        if body.name is not None:
-            doc["name"] = body.name
-        doc["phases"] = _stored_phases(body.phases, doc["phases"])
-        _check_references(doc["phases"])
-        _check_size(doc)
-
-    return present(entities.update(KIND, pipeline_id, change, body.version))
+    return present(entities.update_stored(KIND, pipeline_id, StoredPipeline, change, body.version))
 
 
 def users(pipeline_id: str) -> list[Doc]:
@@ -197,7 +196,7 @@ def delete(pipeline_id: str) -> None:
     entities.remove(KIND, pipeline_id, doc)
 
 
-def archive(pipeline_id: str, force: bool, reason: str | None) -> Doc:
+def archive(pipeline_id: str, force: bool, reason: str | None) -> ReleasePipeline:
     def in_use(doc: Doc) -> None:
         if not force:
             active = [u for u in users(pipeline_id) if not lifecycle.is_archived(u)]
@@ -210,5 +209,5 @@ def archive(pipeline_id: str, force: bool, reason: str | None) -> Doc:
     return present(lifecycle.archive(KIND, pipeline_id, reason, label=LABEL, check=in_use))
 
 
-def unarchive(pipeline_id: str) -> Doc:
+def unarchive(pipeline_id: str) -> ReleasePipeline:
     return present(lifecycle.unarchive(KIND, pipeline_id, label=LABEL))

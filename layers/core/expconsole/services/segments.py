@@ -21,13 +21,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from expconsole import config, kinds
 from expconsole.errors import Conflict, Invalid
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.rules import referenced_ids
-from expconsole.models.segments import SegmentCreate, SegmentListQuery, SegmentRule
+from expconsole.models.segments import (
+    IdList,
+    Segment,
+    SegmentCreate,
+    SegmentFields,
+    SegmentListQuery,
+    SegmentRule,
+    SegmentState,
+    StoredSegment,
+)
 from expconsole.services import entities
 from expconsole.services.common import lifecycle, references, size
 from expconsole.services.common import rules as rules_common
@@ -42,10 +51,8 @@ SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
 REFUSED_CONDITION_TYPES = rules_common.GATE_CONDITIONS
 
 
-def present(doc: Doc) -> Doc:
-    out = entities.public(doc)
-    out["isArchived"] = lifecycle.is_archived(doc)
-    return out
+def present(doc: Doc) -> Segment:
+    return Segment.model_validate({**entities.public(doc), "isArchived": lifecycle.is_archived(doc)})
 
 
 def _path(segment_id: str, action: str = "") -> str:
@@ -105,51 +112,66 @@ def _check_references(segment_id: str, rules: list[Doc], field: str) -> None:
         raise Invalid.field(where[path[1]], "segment conditions would form a cycle: " + " -> ".join(path))
 
 
-def _check_size(doc: Doc) -> None:
-    size.check_stored_size(doc, "segment", "Use fewer rules or condition values, or an id_list segment.")
+def _check_size(segment: StoredSegment) -> None:
+    size.check_stored_size(
+        segment.doc(), "segment", "Use fewer rules or condition values, or an id_list segment."
+    )
+
+
+def _rule_docs(segment: StoredSegment) -> list[Doc]:
+    """The segment's rules as stored, the shape services.common.rules works on."""
+    return [rule.model_dump(mode="json", exclude_unset=True) for rule in segment.rules or []]
+
+
+def _set_rules(segment: StoredSegment, rules: list[Doc], field: str) -> None:
+    """Rules checked (references, stored size) and set; `field` is where they are in the body."""
+    _check_references(segment.id, rules, field)
+    segment.set_fields({"rules": rules})
+    _check_size(segment)
 
 
 # --- create, read, list --------------------------------------------------------------------------
 
 
-def create(body: SegmentCreate) -> Doc:
+# Create fields stored as sent; the others are stored as `create` derives them.
+_STORED_AS_SENT = frozenset(SegmentCreate.model_fields.keys() & SegmentFields.model_fields.keys()) - {
+    "id",
+    "creatorID",
+    "creatorEmail",
+}
+
+
+def create(body: SegmentCreate) -> Segment:
     segment_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(segment_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
-    doc: Doc = {
-        "id": segment_id,
-        "name": body.name,
-        "type": body.type,
-        "description": body.description,
-        "idType": body.idType,
-        "isEnabled": True,
-        "tags": body.tags,
-        "targetApps": [],
-        "holdoutIDs": [],
-        "team": body.team,
-        "teamID": body.teamID,
+    data = body.model_dump(mode="json")
+    segment = StoredSegment(
+        **{field: data[field] for field in _STORED_AS_SENT},
+        id=segment_id,
+        isEnabled=True,
+        targetApps=[],
+        holdoutIDs=[],
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
-        "_state": {"archived": False},
-    }
+        state=SegmentState(archived=False),
+    )
     if body.type == RULE_BASED:
-        doc["rules"] = _stored_rules(body.rules or [], [], "rules")
-        _check_references(segment_id, doc["rules"], "rules")
-        _check_size(doc)
+        _set_rules(segment, _stored_rules(body.rules or [], [], "rules"), "rules")
     else:
         if body.rules:
             raise Invalid.field("rules", "only rule_based segments have rules; an id_list segment holds ids")
-        doc["count"] = 0
-        doc["_state"]["idListKey"] = entities.new_id(12)
-    return present(entities.insert(KIND, segment_id, doc))
+        segment.count = 0
+        segment.state = SegmentState(archived=False, idListKey=entities.new_id(12))
+    return present(entities.insert(KIND, segment_id, segment.doc()))
 
 
-def get(segment_id: str) -> Doc:
+def get(segment_id: str) -> Segment:
     return present(entities.load(KIND, segment_id))
 
 
-def list_segments(q: SegmentListQuery) -> Page[Doc]:
-    shown = [present(d) for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
-    return page_of(shown, page=q.page, limit=q.limit)
+def list_segments(q: SegmentListQuery) -> Page[Segment]:
+    docs = [d for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
+    return page_of(docs, page=q.page, limit=q.limit).map(present)
 
 
 # --- users, delete, archive ------------------------------------------------------------------------
@@ -172,12 +194,12 @@ def delete(segment_id: str) -> None:
             f"{LABEL} {segment_id!r} is used by {_describe(found)}; remove those conditions first."
         )
     entities.remove(KIND, segment_id, doc)
-    list_key = doc.get("_state", {}).get("idListKey")
+    list_key = StoredSegment.read(doc).state.idListKey
     if list_key:
         segment_ids.purge(segment_id, list_key)
 
 
-def archive(segment_id: str, force: bool, reason: str | None) -> Doc:
+def archive(segment_id: str, force: bool, reason: str | None) -> Segment:
     def in_use(doc: Doc) -> None:
         if not force:
             active = [u for u in users(segment_id) if not lifecycle.is_archived(u)]
@@ -193,67 +215,72 @@ def archive(segment_id: str, force: bool, reason: str | None) -> Doc:
 # --- rules and ids ---------------------------------------------------------------------------------
 
 
-def _require_type(doc: Doc, wanted: str, action: str) -> None:
-    if doc["type"] == wanted:
+def _update(segment_id: str, change: Callable[[StoredSegment], None]) -> Segment:
+    """The next version of the segment, `change` applied to its stored model."""
+    return present(entities.update_stored(KIND, segment_id, StoredSegment, change))
+
+
+def _require_type(segment: StoredSegment, wanted: str, action: str) -> None:
+    if segment.type == wanted:
         return
-    if doc["type"] == ID_LIST:
-        hint = f"change its ids with PATCH or DELETE {_path(doc['id'], '/id_list')}"
+    if segment.type == ID_LIST:
+        hint = f"change its ids with PATCH or DELETE {_path(segment.id, '/id_list')}"
     else:
-        hint = f"set its rules with POST {_path(doc['id'], '/conditional')}"
-    article = "an" if doc["type"] == ID_LIST else "a"
-    raise Invalid(f"{LABEL} {doc['id']!r} is {article} {doc['type']} segment: it cannot {action}; {hint}.")
+        hint = f"set its rules with POST {_path(segment.id, '/conditional')}"
+    article = "an" if segment.type == ID_LIST else "a"
+    raise Invalid(f"{LABEL} {segment.id!r} is {article} {segment.type} segment: it cannot {action}; {hint}.")
 
 
-def _refuse_if_archived(doc: Doc) -> None:
-    lifecycle.refuse_if_archived(doc, LABEL, "it cannot be changed")
+def _refuse_if_archived(segment: StoredSegment) -> None:
+    lifecycle.refuse_if_archived(segment.doc(), LABEL, "it cannot be changed")
 
 
-def set_rules(segment_id: str, rules: list[SegmentRule]) -> Doc:
-    def change(doc: Doc) -> None:
-        _require_type(doc, RULE_BASED, "have rules")
-        _refuse_if_archived(doc)
-        doc["rules"] = _stored_rules(rules, doc.get("rules") or [], "")
-        _check_references(segment_id, doc["rules"], "")
-        _check_size(doc)
+def set_rules(segment_id: str, rules: list[SegmentRule]) -> Segment:
+    def change(segment: StoredSegment) -> None:
+        _require_type(segment, RULE_BASED, "have rules")
+        _refuse_if_archived(segment)
+        _set_rules(segment, _stored_rules(rules, _rule_docs(segment), ""), "")
 
-    return present(entities.update(KIND, segment_id, change))
+    return _update(segment_id, change)
 
 
-def _id_list(segment_id: str, action: str) -> tuple[Doc, str]:
-    doc = entities.load(KIND, segment_id)
-    _require_type(doc, ID_LIST, action)
-    return doc, doc["_state"]["idListKey"]
+def _id_list(segment_id: str, action: str) -> tuple[StoredSegment, str]:
+    segment = StoredSegment.read(entities.load(KIND, segment_id))
+    _require_type(segment, ID_LIST, action)
+    list_key = segment.state.idListKey
+    assert list_key is not None, "an id_list segment gets its list's key when created"
+    return segment, list_key
 
 
-def get_ids(segment_id: str, page: int, limit: int) -> tuple[Doc, Page[str]]:
+def get_ids(segment_id: str, page: int, limit: int) -> tuple[IdList, Page[str]]:
     """The list's name and size with one page of its ids, and that page (for its links)."""
-    doc, list_key = _id_list(segment_id, "list ids")
+    segment, list_key = _id_list(segment_id, "list ids")
     ids = segment_ids.all_ids(segment_id, list_key)
     one = page_of(ids, page=page, limit=limit)
-    return {"name": doc["name"], "count": len(ids), "ids": one.items}, one
+    return IdList(name=segment.name, count=len(ids), ids=one.items), one
 
 
-def _change_ids(segment_id: str, ids: list[str], adding: bool) -> Doc:
-    doc, list_key = _id_list(segment_id, "hold ids")
-    _refuse_if_archived(doc)
+def _change_ids(segment_id: str, ids: list[str], adding: bool) -> Segment:
+    segment, list_key = _id_list(segment_id, "hold ids")
+    _refuse_if_archived(segment)
     distinct = list(dict.fromkeys(ids))
     if adding:
         segment_ids.add(segment_id, list_key, distinct)
     else:
         segment_ids.remove(segment_id, list_key, distinct)
     count = segment_ids.count(segment_id, list_key)
-    if count == doc.get("count"):
-        return present(doc)  # the set is as it was: nothing to record
+    if count == segment.count:
+        return present(segment.doc())  # the set is as it was: nothing to record
 
-    def change(current: Doc) -> None:
-        current["count"] = count
+    def change(current: StoredSegment) -> None:
+        current.count = count
 
-    return present(entities.update(KIND, segment_id, change))
+    return _update(segment_id, change)
 
 
-def add_ids(segment_id: str, ids: list[str]) -> Doc:
+def add_ids(segment_id: str, ids: list[str]) -> Segment:
     return _change_ids(segment_id, ids, adding=True)
 
 
-def remove_ids(segment_id: str, ids: list[str]) -> Doc:
+def remove_ids(segment_id: str, ids: list[str]) -> Segment:
     return _change_ids(segment_id, ids, adding=False)

@@ -1,0 +1,98 @@
+"""The stored prompt and the answered prompt (models/prompts.py), without a server or a store.
+
+A stored item must read and write back unchanged, whatever shape it was written in; the answer
+built from it must be the stored public fields, in their stored order, then `isArchived`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from expconsole.models.prompts import Prompt, PromptCreate, PromptFields, PromptPatch, StoredPrompt
+from expconsole.models.stored import ArchiveState
+from expconsole.services.common import lifecycle
+from expconsole.services.prompts import present
+
+# A prompt as services/prompts.py writes it, nulls where it stores them.
+STORED: dict[str, Any] = {
+    "id": "writer",
+    "name": "writer",
+    "displayName": "Writer",
+    "description": "d",
+    "idType": "userID",
+    "tags": ["ai"],
+    "targetApps": ["web"],
+    "holdoutIDs": [],
+    "team": None,
+    "teamID": "t1",
+    "owner": {"ownerID": "k1", "ownerType": "SDK_KEY", "ownerName": "CONSOLE API", "ownerEmail": ""},
+    "creatorID": "k1",
+    "creatorName": "CONSOLE API",
+    "creatorEmail": None,
+    "createdTime": 1_700_000_000_000,
+    "lastModifierID": "k1",
+    "lastModifierName": "CONSOLE API",
+    "lastModifierEmail": None,
+    "lastModifiedTime": 1_700_000_001_000,
+    "version": 2,
+    "_state": {"archived": False},
+}
+
+
+def written(doc: dict[str, Any]) -> str:
+    """The item as the store writes it (key order included)."""
+    return json.dumps(doc, separators=(",", ":"))
+
+
+def test_a_stored_prompt_reads_and_writes_back_byte_for_byte() -> None:
+    prompt = StoredPrompt.read(STORED)
+    assert prompt.state.archived is False
+    assert written(prompt.doc()) == written(STORED)
+
+
+@pytest.mark.parametrize(
+    "older",
+    [
+        # No `_state` at all.
+        {k: v for k, v in STORED.items() if k != "_state"},
+        # Archived, with a null reason, and an internal key of another module after it.
+        {**STORED, "_state": {"archived": True, "archiveReason": None, "archivedTime": 5}, "_health": {}},
+        # State keys the prompt does not declare: a passed schedule lifecycle.is_archived reads.
+        {**STORED, "_state": {"archived": False, "scheduledArchiveTime": 5, "note": "kept"}},
+    ],
+)
+def test_an_older_shape_reads_and_writes_back_unchanged(older: dict[str, Any]) -> None:
+    prompt = StoredPrompt.read(older)
+    assert written(prompt.doc()) == written(older)
+    assert lifecycle.is_archived(prompt.doc(), now=10) == lifecycle.is_archived(older, now=10)
+
+
+def test_a_missing_state_reads_as_not_archived_and_is_not_written() -> None:
+    prompt = StoredPrompt.read({k: v for k, v in STORED.items() if k != "_state"})
+    assert prompt.state == ArchiveState()
+    assert "_state" not in prompt.doc()
+
+
+def test_set_fields_validates_json_values_as_the_stored_types() -> None:
+    prompt = StoredPrompt.read(STORED)
+    prompt.set_fields({"targetApps": ["ios"], "team": "core", "description": "new"})
+    assert prompt.doc()["targetApps"] == ["ios"]
+    assert list(prompt.doc()) == list(STORED), "a change keeps every key where it was"
+
+
+def test_the_answer_is_the_stored_public_fields_in_order_then_is_archived() -> None:
+    answered = {k: v for k, v in STORED.items() if k != "_state"}
+    assert written(present(STORED).model_dump(mode="json")) == written({**answered, "isArchived": False})
+    archived = {**STORED, "_state": {"archived": True, "archiveReason": None, "archivedTime": 5}}
+    assert present(archived).isArchived is True
+
+
+def test_request_fields_are_prompt_fields() -> None:
+    """A field a client may send is a `PromptFields` field (stored and answered as it is named),
+    so adding one is a line there and one per request model."""
+    assert PromptCreate.model_fields.keys() <= PromptFields.model_fields.keys()
+    assert PromptPatch.model_fields.keys() <= PromptFields.model_fields.keys()
+    assert list(Prompt.model_fields) == [*PromptFields.model_fields, "isArchived"]
