@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged
+from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
 from expconsole.models.common import Message
 from expconsole.models.layers import (
+    Layer,
     LayerCreate,
     LayerEnvelope,
     LayerListEnvelope,
@@ -29,27 +30,28 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Layers"]
 
 
-def _updated(layer: dict[str, Any]) -> dict[str, Any]:
-    return ok("Layer updated successfully.", layer)
+def _updated(layer: Layer) -> LayerEnvelope:
+    return LayerEnvelope(message="Layer updated successfully.", data=layer)
 
 
 @router.post(
     BASE, tags=TAGS, summary="Create a layer", responses=responses(201, LayerEnvelope, "Created", 409)
 )
-def create_layer(body: LayerCreate) -> tuple[dict[str, Any], int]:
-    return ok("Layer created successfully.", layers.create(body)), 201
+def create_layer(body: LayerCreate) -> tuple[LayerEnvelope, int]:
+    return LayerEnvelope(message="Layer created successfully.", data=layers.create(body)), 201
 
 
 @router.get(
     BASE, tags=TAGS, summary="List layers", responses=responses(200, LayerListEnvelope, "A page of layers")
 )
-def list_layers(query: Annotated[LayerListQuery, Query()]) -> dict[str, Any]:
-    return paged("Layers listed successfully.", layers.list_layers(query), router)
+def list_layers(query: Annotated[LayerListQuery, Query()]) -> LayerListEnvelope:
+    page = layers.list_layers(query)
+    return LayerListEnvelope.model_validate(paged("Layers listed successfully.", page, router))
 
 
 @router.get(ONE, tags=TAGS, summary="Read a layer", responses=responses(200, LayerEnvelope, "The layer", 404))
-def get_layer(id: str) -> dict[str, Any]:
-    return ok("Layer read successfully.", layers.get(id))
+def get_layer(id: str) -> LayerEnvelope:
+    return LayerEnvelope(message="Layer read successfully.", data=layers.get(id))
 
 
 @router.post(
@@ -58,7 +60,7 @@ def get_layer(id: str) -> dict[str, Any]:
     summary="Fully update a layer",
     responses=responses(200, LayerEnvelope, "Updated", 404, 409),
 )
-def update_layer(id: str, body: LayerUpdate) -> dict[str, Any]:
+def update_layer(id: str, body: LayerUpdate) -> LayerEnvelope:
     return _updated(layers.full_update(id, body))
 
 
@@ -68,7 +70,7 @@ def update_layer(id: str, body: LayerUpdate) -> dict[str, Any]:
     summary="Partially update a layer",
     responses=responses(200, LayerEnvelope, "Updated", 404, 409),
 )
-def patch_layer(id: str, body: LayerPatch) -> dict[str, Any]:
+def patch_layer(id: str, body: LayerPatch) -> LayerEnvelope:
     return _updated(layers.patch(id, body))
 
 
@@ -78,9 +80,9 @@ def patch_layer(id: str, body: LayerPatch) -> dict[str, Any]:
     summary="Delete a layer no experiment or holdout uses",
     responses=responses(200, Message, "Deleted", 404, 409),
 )
-def delete_layer(id: str) -> dict[str, Any]:
+def delete_layer(id: str) -> Message:
     layers.delete(id)
-    return {"message": "Layer deleted successfully."}
+    return Message(message="Layer deleted successfully.")
 
 
 @router.get(
@@ -89,12 +91,12 @@ def delete_layer(id: str) -> dict[str, Any]:
     summary="Experiments placed in the layer",
     responses=responses(200, AnyListEnvelope, "The layer's experiments", 404),
 )
-def list_layer_experiments(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
+def list_layer_experiments(id: str, query: Annotated[PageQuery, Query()]) -> AnyListEnvelope:
     # Imported here: only this route needs the experiment models in the layers function.
     from expconsole.services import experiments
 
     page = layers.experiments(id, query.page, query.limit, experiments.present)
-    return paged("Experiments listed successfully.", page, router)
+    return AnyListEnvelope.model_validate(paged("Experiments listed successfully.", page, router))
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged
+from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
 from expconsole.models.common import Message
 from expconsole.models.warehouse_sources import (
@@ -46,16 +46,17 @@ def _name(raw: str) -> str:
     return unquote(raw)
 
 
-def _answer(label: str, done: str, outcome: Outcome) -> dict[str, Any]:
+def _message(label: str, done: str, outcome: Outcome[Any]) -> str:
     if outcome.dry_run:
         message = f"{label} is valid (dry run: nothing was stored)."
     else:
         message = f"{label} {done} successfully."
-    return ok(message + outcome.unchecked, outcome.data)
+    return message + outcome.unchecked
 
 
-def _created(label: str, outcome: Outcome) -> tuple[dict[str, Any], int]:
-    return _answer(label, "created", outcome), 200 if outcome.dry_run else 201
+def _created_status(outcome: Outcome[Any]) -> int:
+    """A dry run created nothing: 200, not 201."""
+    return 200 if outcome.dry_run else 201
 
 
 def _create_responses(model: type[BaseModel]) -> dict[int, Any]:
@@ -76,8 +77,11 @@ def _create_responses(model: type[BaseModel]) -> dict[int, Any]:
     summary="List qualifying event sources",
     responses=responses(200, QualifyingEventListEnvelope, "A page of qualifying event sources"),
 )
-def list_qualifying_events(query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    return paged("Qualifying events listed successfully.", sources.list_qualifying_events(query), router)
+def list_qualifying_events(query: Annotated[PageQuery, Query()]) -> QualifyingEventListEnvelope:
+    page = sources.list_qualifying_events(query)
+    return QualifyingEventListEnvelope.model_validate(
+        paged("Qualifying events listed successfully.", page, router)
+    )
 
 
 @router.post(
@@ -86,8 +90,10 @@ def list_qualifying_events(query: Annotated[PageQuery, Query()]) -> dict[str, An
     summary="Create a qualifying event source (dryRun: validate only, 200)",
     responses=_create_responses(QualifyingEventEnvelope),
 )
-def create_qualifying_event(body: QualifyingEventCreate) -> tuple[dict[str, Any], int]:
-    return _created("Qualifying event", sources.create_qualifying_event(body))
+def create_qualifying_event(body: QualifyingEventCreate) -> tuple[QualifyingEventEnvelope, int]:
+    outcome = sources.create_qualifying_event(body)
+    message = _message("Qualifying event", "created", outcome)
+    return QualifyingEventEnvelope(message=message, data=outcome.data), _created_status(outcome)
 
 
 @router.get(
@@ -96,8 +102,9 @@ def create_qualifying_event(body: QualifyingEventCreate) -> tuple[dict[str, Any]
     summary="Read a qualifying event source",
     responses=responses(200, QualifyingEventEnvelope, "The source", 404),
 )
-def get_qualifying_event(name: str) -> dict[str, Any]:
-    return ok("Qualifying event read successfully.", sources.get_qualifying_event(_name(name)))
+def get_qualifying_event(name: str) -> QualifyingEventEnvelope:
+    source = sources.get_qualifying_event(_name(name))
+    return QualifyingEventEnvelope(message="Qualifying event read successfully.", data=source)
 
 
 @router.post(
@@ -106,9 +113,11 @@ def get_qualifying_event(name: str) -> dict[str, Any]:
     summary="Update a qualifying event source (the name cannot change)",
     responses=responses(200, QualifyingEventEnvelope, "Updated", 404, 409),
 )
-def update_qualifying_event(name: str, body: QualifyingEventUpdate) -> dict[str, Any]:
+def update_qualifying_event(name: str, body: QualifyingEventUpdate) -> QualifyingEventEnvelope:
     outcome = sources.update_qualifying_event(_name(name), body)
-    return _answer("Qualifying event", "updated", outcome)
+    return QualifyingEventEnvelope(
+        message=_message("Qualifying event", "updated", outcome), data=outcome.data
+    )
 
 
 @router.delete(
@@ -117,9 +126,9 @@ def update_qualifying_event(name: str, body: QualifyingEventUpdate) -> dict[str,
     summary="Delete a qualifying event source",
     responses=responses(200, Message, "Deleted", 404, 409),
 )
-def delete_qualifying_event(name: str) -> dict[str, Any]:
+def delete_qualifying_event(name: str) -> Message:
     sources.delete_qualifying_event(_name(name))
-    return {"message": "Qualifying event deleted successfully."}
+    return Message(message="Qualifying event deleted successfully.")
 
 
 # --- assignment sources -------------------------------------------------------------------------
@@ -131,8 +140,11 @@ def delete_qualifying_event(name: str) -> dict[str, Any]:
     summary="List assignment sources",
     responses=responses(200, AssignmentSourceListEnvelope, "A page of assignment sources"),
 )
-def list_assignment_sources(query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    return paged("Assignment sources listed successfully.", sources.list_assignment_sources(query), router)
+def list_assignment_sources(query: Annotated[PageQuery, Query()]) -> AssignmentSourceListEnvelope:
+    page = sources.list_assignment_sources(query)
+    return AssignmentSourceListEnvelope.model_validate(
+        paged("Assignment sources listed successfully.", page, router)
+    )
 
 
 @router.post(
@@ -141,8 +153,10 @@ def list_assignment_sources(query: Annotated[PageQuery, Query()]) -> dict[str, A
     summary="Create an assignment source (dryRun: validate only, 200)",
     responses=_create_responses(AssignmentSourceEnvelope),
 )
-def create_assignment_source(body: AssignmentSourceCreate) -> tuple[dict[str, Any], int]:
-    return _created("Assignment source", sources.create_assignment_source(body))
+def create_assignment_source(body: AssignmentSourceCreate) -> tuple[AssignmentSourceEnvelope, int]:
+    outcome = sources.create_assignment_source(body)
+    message = _message("Assignment source", "created", outcome)
+    return AssignmentSourceEnvelope(message=message, data=outcome.data), _created_status(outcome)
 
 
 @router.get(
@@ -151,8 +165,9 @@ def create_assignment_source(body: AssignmentSourceCreate) -> tuple[dict[str, An
     summary="Read an assignment source",
     responses=responses(200, AssignmentSourceEnvelope, "The source", 404),
 )
-def get_assignment_source(name: str) -> dict[str, Any]:
-    return ok("Assignment source read successfully.", sources.get_assignment_source(_name(name)))
+def get_assignment_source(name: str) -> AssignmentSourceEnvelope:
+    source = sources.get_assignment_source(_name(name))
+    return AssignmentSourceEnvelope(message="Assignment source read successfully.", data=source)
 
 
 @router.post(
@@ -161,9 +176,11 @@ def get_assignment_source(name: str) -> dict[str, Any]:
     summary="Fully update an assignment source (renaming is refused)",
     responses=responses(200, AssignmentSourceEnvelope, "Updated", 404, 409),
 )
-def update_assignment_source(name: str, body: AssignmentSourceUpdate) -> dict[str, Any]:
+def update_assignment_source(name: str, body: AssignmentSourceUpdate) -> AssignmentSourceEnvelope:
     outcome = sources.update_assignment_source(_name(name), body)
-    return _answer("Assignment source", "updated", outcome)
+    return AssignmentSourceEnvelope(
+        message=_message("Assignment source", "updated", outcome), data=outcome.data
+    )
 
 
 @router.patch(
@@ -172,9 +189,11 @@ def update_assignment_source(name: str, body: AssignmentSourceUpdate) -> dict[st
     summary="Partially update an assignment source (renaming is refused)",
     responses=responses(200, AssignmentSourceEnvelope, "Updated", 404, 409),
 )
-def patch_assignment_source(name: str, body: AssignmentSourcePatch) -> dict[str, Any]:
+def patch_assignment_source(name: str, body: AssignmentSourcePatch) -> AssignmentSourceEnvelope:
     outcome = sources.patch_assignment_source(_name(name), body)
-    return _answer("Assignment source", "updated", outcome)
+    return AssignmentSourceEnvelope(
+        message=_message("Assignment source", "updated", outcome), data=outcome.data
+    )
 
 
 @router.delete(
@@ -183,9 +202,9 @@ def patch_assignment_source(name: str, body: AssignmentSourcePatch) -> dict[str,
     summary="Delete an assignment source (409 while an experiment uses it)",
     responses=responses(200, Message, "Deleted", 404, 409),
 )
-def delete_assignment_source(name: str) -> dict[str, Any]:
+def delete_assignment_source(name: str) -> Message:
     sources.delete_assignment_source(_name(name))
-    return {"message": "Assignment source deleted successfully."}
+    return Message(message="Assignment source deleted successfully.")
 
 
 app, lambda_handler = build(router, key_kind="console")

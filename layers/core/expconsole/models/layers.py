@@ -1,8 +1,13 @@
-"""Layers: request bodies, the list queries and the response shape (the peer's layer DTO).
+"""Layers: request bodies, the list queries, the stored layer and the response shape (the peer's
+layer DTO).
 
 A layer splits its units into 1000 buckets (0 to 999); experiments placed in it (`layerID`)
 take disjoint sets of them (`expconsole.services.layers`). Its `parameters` are typed values
 whose defaults the layer's experiments override.
+
+A layer's fields are declared once, in `LayerFields`, in the order the table holds them: the
+stored layer (`StoredLayer`) is just those, the answer (`Layer`) adds `holdoutIDs` and
+`permalink` after them, as the API has always answered them.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import Owner, OwnerIn
 from expconsole.models.pagination import PageQuery, Pagination
+from expconsole.models.stored import StoredModel
 
 MAX_PARAMETERS = 100
 
@@ -133,7 +139,9 @@ class ParameterOut(ResponseModel):
     defaultValue: Any
 
 
-class Layer(ResponseModel):
+class LayerFields(ResponseModel):
+    """What a layer stores and answers alike, in the order it stores them."""
+
     id: str
     name: str
     description: str
@@ -142,12 +150,9 @@ class Layer(ResponseModel):
     parameters: list[ParameterOut]
     targetApps: list[str]
     tags: list[str]
-    holdoutIDs: list[str] = Field(description="Holdouts listing this layer in their layerIDs.")
     team: str | None
     teamID: str | None
     owner: Owner
-    version: int
-    permalink: str
     creatorID: str | None
     creatorName: str
     creatorEmail: str | None
@@ -156,6 +161,18 @@ class Layer(ResponseModel):
     lastModifierName: str | None
     lastModifierEmail: str | None
     lastModifiedTime: int
+    version: int
+
+
+class StoredLayer(StoredModel, LayerFields):
+    """A layer as the table holds it (a layer has no archive, so no internal state of its own)."""
+
+
+# A layer as the API answers it: the stored fields, then the two it derives on every read. (A
+# docstring would become the schema's description in openapi.json.)
+class Layer(LayerFields):
+    holdoutIDs: list[str] = Field(description="Holdouts listing this layer in their layerIDs.")
+    permalink: str
 
 
 class LayerEnvelope(ResponseModel):

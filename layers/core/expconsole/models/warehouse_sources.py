@@ -15,6 +15,12 @@ Limits the contract leaves open (chosen here, enforced by these models):
 | customFieldMapping | at most 100 entries; `key` 1 to 100 characters (unique), `formula` 1 to 10,000 |
 | all_columns, column_types | 1 to 1000 entries each; a type 1 to 100 characters |
 | scheduledReloadHour | integer 0 to 23, or null |
+
+Each kind's fields are declared once, in `QualifyingEventFields` and `AssignmentSourceFields`, in
+the order the table holds them (the keys a source stores only when set come last, left out
+rather than null): the stored source (`StoredQualifyingEvent`, `StoredAssignmentSource`) and the
+answer (`QualifyingEvent`, `AssignmentSource`, its stored public fields as they are) both are
+those fields.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pydantic_core import PydanticCustomError
 from expconsole.models.base import Description, EntityName, PatchModel, RequestModel, ResponseModel, Tag
 from expconsole.models.common import Owner, OwnerIn
 from expconsole.models.pagination import Pagination
+from expconsole.models.stored import StoredModel
 
 MAX_SQL = 50_000
 MAX_COLUMN = 300
@@ -160,7 +167,15 @@ class CustomFieldMapping(ResponseModel):
     formula: str
 
 
-class QualifyingEvent(ResponseModel):
+def _absent(value: object) -> bool:
+    """`exclude_if` of the keys a source stores only when set: the stored item and the answer
+    leave them out rather than hold null."""
+    return value is None
+
+
+class QualifyingEventFields(ResponseModel):
+    """What a qualifying event source stores and answers alike, in the order it stores them."""
+
     name: str
     description: str
     tags: list[str]
@@ -170,7 +185,6 @@ class QualifyingEvent(ResponseModel):
     idTypeMapping: list[IdTypeMapping]
     sourceType: SourceType
     tableName: str = Field(description="Empty for `query` sources.")
-    datePartitionColumn: str | None = Field(None, description="Left out when unset.")
     customFieldMapping: list[CustomFieldMapping]
     isReadOnly: bool
     isVerified: bool
@@ -178,9 +192,6 @@ class QualifyingEvent(ResponseModel):
     owner: Owner
     team: str | None
     teamID: str | None
-    all_columns: list[str] | None = Field(None, description="Left out unless stored with skip_validation.")
-    column_types: list[str] | None = Field(None, description="Left out unless stored with skip_validation.")
-    version: int
     creatorID: str | None
     creatorName: str
     creatorEmail: str | None
@@ -189,6 +200,24 @@ class QualifyingEvent(ResponseModel):
     lastModifierName: str | None
     lastModifierEmail: str | None
     lastModifiedTime: int
+    version: int
+    datePartitionColumn: str | None = Field(None, exclude_if=_absent, description="Left out when unset.")
+    all_columns: list[str] | None = Field(
+        None, exclude_if=_absent, description="Left out unless stored with skip_validation."
+    )
+    column_types: list[str] | None = Field(
+        None, exclude_if=_absent, description="Left out unless stored with skip_validation."
+    )
+
+
+class StoredQualifyingEvent(StoredModel, QualifyingEventFields):
+    """A qualifying event source as the table holds it (no internal state of its own)."""
+
+
+# A qualifying event source as the API answers it: its stored public fields. (A docstring would
+# become the schema's description in openapi.json.)
+class QualifyingEvent(QualifyingEventFields):
+    pass
 
 
 class QualifyingEventEnvelope(ResponseModel):
@@ -278,7 +307,9 @@ class AssignmentSourcePatch(_AssignmentSourceChanges):
         )
 
 
-class AssignmentSource(ResponseModel):
+class AssignmentSourceFields(ResponseModel):
+    """What an assignment source stores and answers alike, in the order it stores them."""
+
     name: str
     description: str
     tags: list[str]
@@ -286,7 +317,6 @@ class AssignmentSource(ResponseModel):
     timestampColumn: str
     experimentIDColumn: str
     groupIDColumn: str
-    groupNameColumn: str | None = Field(None, description="Left out when unset.")
     idTypeMapping: list[IdTypeMapping]
     isVerified: bool
     isReadOnly: bool
@@ -294,7 +324,6 @@ class AssignmentSource(ResponseModel):
     team: str | None
     teamID: str | None
     scheduledReloadHour: int | None
-    version: int
     creatorID: str | None
     creatorName: str
     creatorEmail: str | None
@@ -303,6 +332,18 @@ class AssignmentSource(ResponseModel):
     lastModifierName: str | None
     lastModifierEmail: str | None
     lastModifiedTime: int
+    version: int
+    groupNameColumn: str | None = Field(None, exclude_if=_absent, description="Left out when unset.")
+
+
+class StoredAssignmentSource(StoredModel, AssignmentSourceFields):
+    """An assignment source as the table holds it (no internal state of its own)."""
+
+
+# An assignment source as the API answers it: its stored public fields. (A docstring would become
+# the schema's description in openapi.json.)
+class AssignmentSource(AssignmentSourceFields):
+    pass
 
 
 class AssignmentSourceEnvelope(ResponseModel):

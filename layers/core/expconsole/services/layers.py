@@ -31,7 +31,16 @@ from collections.abc import Iterable
 
 from expconsole import kinds
 from expconsole.errors import Conflict, Invalid
-from expconsole.models.layers import LayerCreate, LayerListQuery, LayerPatch, LayerUpdate
+from expconsole.models.common import Owner
+from expconsole.models.layers import (
+    Layer,
+    LayerCreate,
+    LayerFields,
+    LayerListQuery,
+    LayerPatch,
+    LayerUpdate,
+    StoredLayer,
+)
 from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
 from expconsole.services.common import lifecycle
@@ -54,22 +63,25 @@ def _holdouts_by_layer() -> dict[str, list[str]]:
     return out
 
 
-def present(doc: Doc, holdouts: dict[str, list[str]] | None = None) -> Doc:
+def present(doc: Doc, holdouts: dict[str, list[str]] | None = None) -> Layer:
     """The layer as the API returns it: stored fields plus `holdoutIDs` and `permalink`."""
     holdouts = _holdouts_by_layer() if holdouts is None else holdouts
-    out = entities.public(doc)
-    out.update(holdoutIDs=holdouts.get(doc["id"], []), permalink=entities.permalink(KIND, doc["id"]))
-    return out
+    return Layer.model_validate(
+        {
+            **entities.public(doc),
+            "holdoutIDs": holdouts.get(doc["id"], []),
+            "permalink": entities.permalink(KIND, doc["id"]),
+        }
+    )
 
 
-def get(layer_id: str) -> Doc:
+def get(layer_id: str) -> Layer:
     return present(entities.load(KIND, layer_id))
 
 
-def list_layers(q: LayerListQuery) -> Page[Doc]:
+def list_layers(q: LayerListQuery) -> Page[Layer]:
     holdouts = _holdouts_by_layer()
-    shown = [present(doc, holdouts) for doc in dynamo.list_all(KIND)]
-    return page_of(shown, page=q.page, limit=q.limit)
+    return page_of(dynamo.list_all(KIND), page=q.page, limit=q.limit).map(lambda doc: present(doc, holdouts))
 
 
 def members(layer_id: str) -> list[Doc]:
@@ -190,30 +202,32 @@ def _check_parameters(parameters: list[Doc]) -> None:
         seen[name] = index
 
 
-def create(body: LayerCreate) -> Doc:
+# Create fields stored as sent; the others are stored as `create` derives them.
+_STORED_AS_SENT = frozenset(LayerCreate.model_fields.keys() & LayerFields.model_fields.keys()) - {
+    "id",
+    "owner",
+    "creatorID",
+    "creatorEmail",
+}
+
+
+def create(body: LayerCreate) -> Layer:
     layer_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(layer_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     data = body.model_dump(mode="json")
     _check_parameters(data["parameters"])
-    doc: Doc = {
-        "id": layer_id,
-        "name": body.name,
-        "description": body.description,
-        "idType": body.idType,
-        "isImplicitLayer": False,
-        "parameters": data["parameters"],
-        "targetApps": body.targetApps,
-        "tags": body.tags,
-        "team": body.team,
-        "teamID": body.teamID,
-        "owner": entities.owner_for(data["owner"]),
+    layer = StoredLayer(
+        **{field: data[field] for field in _STORED_AS_SENT},
+        id=layer_id,
+        isImplicitLayer=False,
+        owner=Owner.model_validate(entities.owner_for(data["owner"])),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
-    }
-    return present(entities.insert(KIND, layer_id, doc))
+    )
+    return present(entities.insert(KIND, layer_id, layer.doc()))
 
 
-def _update(layer_id: str, body: LayerUpdate | LayerPatch) -> Doc:
+def _update(layer_id: str, body: LayerUpdate | LayerPatch) -> Layer:
     sent = body.changes()
     sent.pop("version", None)
     if "parameters" in sent:
@@ -221,8 +235,8 @@ def _update(layer_id: str, body: LayerUpdate | LayerPatch) -> Doc:
     if "owner" in sent:
         sent["owner"] = entities.owner_for(sent["owner"])
 
-    def change(doc: Doc) -> None:
-        if "idType" in sent and sent["idType"] != doc["idType"]:
+    def change(layer: StoredLayer) -> None:
+        if "idType" in sent and sent["idType"] != layer.idType:
             users = [e["id"] for e in members(layer_id) if e.get("idType") != sent["idType"]]
             if users:
                 raise Invalid.field(
@@ -230,16 +244,16 @@ def _update(layer_id: str, body: LayerUpdate | LayerPatch) -> Doc:
                     f"cannot change to {sent['idType']!r}: experiment(s) {_names(users)} use this layer "
                     "with another id type",
                 )
-        doc.update(sent)
+        layer.set_fields(sent)
 
-    return present(entities.update(KIND, layer_id, change, body.version))
+    return present(entities.update_stored(KIND, layer_id, StoredLayer, change, body.version))
 
 
-def full_update(layer_id: str, body: LayerUpdate) -> Doc:
+def full_update(layer_id: str, body: LayerUpdate) -> Layer:
     return _update(layer_id, body)
 
 
-def patch(layer_id: str, body: LayerPatch) -> Doc:
+def patch(layer_id: str, body: LayerPatch) -> Layer:
     stored = partial.unchanged(KIND, layer_id, partial.changes_of(body.changes()), body.version)
     if stored is not None:
         return present(stored)

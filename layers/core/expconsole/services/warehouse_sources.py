@@ -36,22 +36,31 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from expconsole import config, context, kinds
 from expconsole.errors import Conflict, Invalid
+from expconsole.models.common import Owner
 from expconsole.models.pagination import Page, PageQuery, page_of
+from expconsole.models.stored import StoredModel
 from expconsole.models.warehouse_sources import (
+    AssignmentSource,
     AssignmentSourceCreate,
+    AssignmentSourceFields,
     AssignmentSourcePatch,
     AssignmentSourceUpdate,
+    IdTypeMapping,
+    QualifyingEvent,
     QualifyingEventCreate,
+    QualifyingEventFields,
     QualifyingEventUpdate,
+    StoredAssignmentSource,
+    StoredQualifyingEvent,
 )
 from expconsole.services import entities, sql_check
 from expconsole.services.common import patch as partial
 from expconsole.services.common import size
-from expconsole.services.entities import Doc
+from expconsole.services.entities import Doc, Stored
 from expconsole.services.sql_check import Problem
 from expconsole.store import dynamo
 
@@ -59,11 +68,14 @@ QE = kinds.QUALIFYING_EVENT
 AS = kinds.ASSIGNMENT_SOURCE
 
 
+Answer = TypeVar("Answer", QualifyingEvent, AssignmentSource)
+
+
 @dataclass(frozen=True)
-class Outcome:
+class Outcome(Generic[Answer]):
     """A written (or, on a dry run, validated) source and what could not be checked."""
 
-    data: Doc
+    data: Answer
     dry_run: bool = False
     unchecked: str = ""  # a sentence for the message, or ""
 
@@ -76,11 +88,11 @@ def _raise(problems: list[Problem]) -> None:
         raise Invalid.fields([p.as_error() for p in problems])
 
 
-def _mapping_problems(mappings: list[Doc]) -> list[Problem]:
+def _mapping_problems(mappings: list[IdTypeMapping]) -> list[Problem]:
     problems = []
     seen: dict[str, int] = {}
     for index, mapping in enumerate(mappings):
-        unit = mapping["serviceUnitID"]
+        unit = mapping.serviceUnitID
         if unit in seen:
             problems.append(
                 Problem(
@@ -92,8 +104,8 @@ def _mapping_problems(mappings: list[Doc]) -> list[Problem]:
     return problems
 
 
-def _id_columns(doc: Doc) -> list[tuple[str, str]]:
-    return [(f"idTypeMapping[{i}].column", m["column"]) for i, m in enumerate(doc["idTypeMapping"])]
+def _id_columns(mappings: list[IdTypeMapping]) -> list[tuple[str, str]]:
+    return [(f"idTypeMapping[{i}].column", m.column) for i, m in enumerate(mappings)]
 
 
 def _column_checks(
@@ -115,8 +127,8 @@ def _column_checks(
     return analysis, problems, unchecked
 
 
-def _check_size(doc: Doc) -> None:
-    size.check_stored_size(doc, "source", "Shorten sql, customFieldMapping or all_columns.")
+def _check_size(source: StoredModel) -> None:
+    size.check_stored_size(source.doc(), "source", "Shorten sql, customFieldMapping or all_columns.")
 
 
 def _refuse_rename(kind: str, name: str, sent: Any) -> None:
@@ -132,8 +144,10 @@ def _refuse_rename(kind: str, name: str, sent: Any) -> None:
     raise Invalid.field("name", f"{reason}: send {name!r} or leave name out (got {sent!r})")
 
 
-def _preview(kind: str, name: str, change: Callable[[Doc], None], expected_version: int | None) -> Doc:
-    """What `entities.update` would store, without storing it (dry runs)."""
+def _preview(
+    kind: str, name: str, model: type[Stored], change: Callable[[Stored], None], expected_version: int | None
+) -> Doc:
+    """What `entities.update_stored` would store, without storing it (dry runs)."""
     current = entities.load(kind, name)
     version = int(current["version"])
     if expected_version is not None and expected_version != version:
@@ -142,8 +156,9 @@ def _preview(kind: str, name: str, change: Callable[[Doc], None], expected_versi
             "changed since you read it; read it again and retry.",
             [{"field": "version", "message": f"stale: the stored version is {version}"}],
         )
-    doc = {**current}
-    change(doc)
+    source = model.read(current)
+    change(source)
+    doc = source.doc()
     doc["version"] = version + 1
     doc["lastModifiedTime"] = max(entities.now_ms(), int(current["lastModifiedTime"]))
     doc["lastModifierID"] = context.current().key_id
@@ -152,8 +167,9 @@ def _preview(kind: str, name: str, change: Callable[[Doc], None], expected_versi
     return doc
 
 
-def _create(kind: str, doc: Doc, dry_run: bool) -> Doc:
-    _check_size(doc)
+def _create(kind: str, source: StoredModel, dry_run: bool) -> Doc:
+    _check_size(source)
+    doc = source.doc()
     if dry_run:
         if dynamo.get(kind, doc["name"]) is not None:
             raise Conflict(f"{kinds.LABEL[kind]} with name {doc['name']!r} already exists.")
@@ -161,31 +177,33 @@ def _create(kind: str, doc: Doc, dry_run: bool) -> Doc:
     return entities.insert(kind, doc["name"], doc)
 
 
-def _write(kind: str, name: str, change: Callable[[Doc], None], version: int | None, dry_run: bool) -> Doc:
-    def checked(doc: Doc) -> None:
-        change(doc)
-        _check_size(doc)
+def _write(
+    kind: str,
+    name: str,
+    model: type[Stored],
+    change: Callable[[Stored], None],
+    version: int | None,
+    dry_run: bool,
+) -> Doc:
+    def checked(source: Stored) -> None:
+        change(source)
+        _check_size(source)
 
     if dry_run:
-        return _preview(kind, name, checked, version)
-    return entities.update(kind, name, checked, version)
-
-
-def _listing(kind: str, query: PageQuery) -> Page[Doc]:
-    items = [entities.public(doc) for doc in dynamo.list_all(kind)]
-    return page_of(items, page=query.page, limit=query.limit)
+        return _preview(kind, name, model, checked, version)
+    return entities.update_stored(kind, name, model, checked, version)
 
 
 # --- qualifying event sources -------------------------------------------------------------------
 
 
-def _qualifying_event_problems(doc: Doc, sent: Doc) -> tuple[list[Problem], str]:
+def _qualifying_event_problems(source: StoredQualifyingEvent, sent: Doc) -> tuple[list[Problem], str]:
     """Check a qualifying event as it would be stored, fixing up the fields that depend on
     `sourceType` and `skip_validation`; `sent` holds the fields this request sent."""
-    problems = _mapping_problems(doc["idTypeMapping"])
+    problems = _mapping_problems(source.idTypeMapping)
 
-    if doc["sourceType"] == "table":
-        if not doc.get("tableName"):
+    if source.sourceType == "table":
+        if not source.tableName:
             problems.append(Problem("tableName", "is required when sourceType is `table`"))
     else:
         for name in ("tableName", "datePartitionColumn"):
@@ -193,24 +211,23 @@ def _qualifying_event_problems(doc: Doc, sent: Doc) -> tuple[list[Problem], str]
                 problems.append(
                     Problem(name, "is only for sources of sourceType `table` (this one is a `query`)")
                 )
-        doc["tableName"] = ""
-        doc.pop("datePartitionColumn", None)
+        source.tableName = ""
+        source.datePartitionColumn = None
 
     keys: dict[str, int] = {}
-    for index, mapping in enumerate(doc["customFieldMapping"]):
-        if mapping["key"] in keys:
+    for index, mapping in enumerate(source.customFieldMapping):
+        if mapping.key in keys:
             problems.append(
                 Problem(
                     f"customFieldMapping[{index}].key",
-                    f"{mapping['key']!r} is already defined by customFieldMapping[{keys[mapping['key']]}]",
+                    f"{mapping.key!r} is already defined by customFieldMapping[{keys[mapping.key]}]",
                 )
             )
-        keys.setdefault(mapping["key"], index)
-        problems += sql_check.check_expression(mapping["formula"], f"customFieldMapping[{index}].formula")
+        keys.setdefault(mapping.key, index)
+        problems += sql_check.check_expression(mapping.formula, f"customFieldMapping[{index}].formula")
 
     listed: list[str] | None = None
-    doc.pop("all_columns", None)
-    doc.pop("column_types", None)
+    source.all_columns = source.column_types = None
     if sent.get("skip_validation"):
         all_columns, column_types = sent.get("all_columns"), sent.get("column_types")
         for name, value in (("all_columns", all_columns), ("column_types", column_types)):
@@ -232,23 +249,23 @@ def _qualifying_event_problems(doc: Doc, sent: Doc) -> tuple[list[Problem], str]
                         Problem(f"all_columns[{index}]", f"repeats all_columns[{seen[column.lower()]}]")
                     )
                 seen.setdefault(column.lower(), index)
-            doc["all_columns"], doc["column_types"] = all_columns, column_types
+            source.all_columns, source.column_types = all_columns, column_types
         listed = all_columns
     else:
         for name in ("all_columns", "column_types"):
             if sent.get(name) is not None:
                 problems.append(Problem(name, "is only used with skip_validation: true"))
 
-    columns = [("timestampColumn", doc["timestampColumn"]), *_id_columns(doc)]
-    if doc.get("datePartitionColumn"):
-        columns.append(("datePartitionColumn", doc["datePartitionColumn"]))
+    columns = [("timestampColumn", source.timestampColumn), *_id_columns(source.idTypeMapping)]
+    if source.datePartitionColumn:
+        columns.append(("datePartitionColumn", source.datePartitionColumn))
     if sent.get("skip_validation") and listed is None:
         columns = []  # nothing to check them against; all_columns is reported missing above
-    analysis, column_problems, unchecked = _column_checks(doc["sql"], columns, listed)
+    analysis, column_problems, unchecked = _column_checks(source.sql, columns, listed)
     problems += column_problems
 
-    if doc["sourceType"] == "table" and doc.get("tableName") and analysis is not None:
-        parts = sql_check.table_parts(doc["tableName"])
+    if source.sourceType == "table" and source.tableName and analysis is not None:
+        parts = sql_check.table_parts(source.tableName)
         if parts is None:
             problems.append(
                 Problem("tableName", "is not a table name such as `project.dataset.table` or `schema.table`")
@@ -257,51 +274,47 @@ def _qualifying_event_problems(doc: Doc, sent: Doc) -> tuple[list[Problem], str]
             problems.append(
                 Problem(
                     "tableName",
-                    f"table {doc['tableName']!r} is not read by sql (no FROM or JOIN names it): a "
-                    f"table source's SQL reads its table, e.g. `SELECT * FROM {doc['tableName']}`; "
+                    f"table {source.tableName!r} is not read by sql (no FROM or JOIN names it): a "
+                    f"table source's SQL reads its table, e.g. `SELECT * FROM {source.tableName}`; "
                     f"{sql_check.NOT_QUERIED}",
                 )
             )
     return problems, unchecked
 
 
-def list_qualifying_events(query: PageQuery) -> Page[Doc]:
-    return _listing(QE, query)
+def _present_qualifying_event(doc: Doc) -> QualifyingEvent:
+    return QualifyingEvent.model_validate(entities.public(doc))
 
 
-def get_qualifying_event(name: str) -> Doc:
-    return entities.public(entities.load(QE, name))
+def list_qualifying_events(query: PageQuery) -> Page[QualifyingEvent]:
+    return page_of(dynamo.list_all(QE), page=query.page, limit=query.limit).map(_present_qualifying_event)
 
 
-def create_qualifying_event(body: QualifyingEventCreate) -> Outcome:
+def get_qualifying_event(name: str) -> QualifyingEvent:
+    return _present_qualifying_event(entities.load(QE, name))
+
+
+# Create fields stored as sent (datePartitionColumn left out when null); the others are stored as
+# `create_qualifying_event` and `_qualifying_event_problems` derive them.
+_QE_STORED_AS_SENT = frozenset(
+    QualifyingEventCreate.model_fields.keys() & QualifyingEventFields.model_fields.keys()
+) - {"tableName", "owner", "all_columns", "column_types"}
+
+
+def create_qualifying_event(body: QualifyingEventCreate) -> Outcome[QualifyingEvent]:
     data = body.model_dump(mode="json")
-    doc: Doc = {
-        "name": body.name,
-        "description": body.description,
-        "tags": body.tags,
-        "sql": body.sql,
-        "timestampColumn": body.timestampColumn,
-        "timestampAsDay": body.timestampAsDay,
-        "idTypeMapping": data["idTypeMapping"],
-        "sourceType": body.sourceType,
-        "tableName": body.tableName or "",
-        "customFieldMapping": data["customFieldMapping"],
-        "isReadOnly": body.isReadOnly,
-        "isVerified": body.isVerified,
-        "disableCURE": body.disableCURE,
-        "owner": entities.owner_for(data["owner"]),
-        "team": body.team,
-        "teamID": body.teamID,
+    source = StoredQualifyingEvent(
+        **{field: data[field] for field in _QE_STORED_AS_SENT},
+        tableName=body.tableName or "",
+        owner=Owner.model_validate(entities.owner_for(data["owner"])),
         **entities.bookkeeping(),
-    }
-    if body.datePartitionColumn is not None:
-        doc["datePartitionColumn"] = body.datePartitionColumn
-    problems, unchecked = _qualifying_event_problems(doc, data)
+    )
+    problems, unchecked = _qualifying_event_problems(source, data)
     _raise(problems)
-    return Outcome(entities.public(_create(QE, doc, body.dryRun)), body.dryRun, unchecked)
+    return Outcome(_present_qualifying_event(_create(QE, source, body.dryRun)), body.dryRun, unchecked)
 
 
-def update_qualifying_event(name: str, body: QualifyingEventUpdate) -> Outcome:
+def update_qualifying_event(name: str, body: QualifyingEventUpdate) -> Outcome[QualifyingEvent]:
     _refuse_rename(QE, name, body.name)
     sent = body.changes()
     flags = {key: sent.pop(key, None) for key in ("name", "version", "dryRun")}
@@ -310,21 +323,18 @@ def update_qualifying_event(name: str, body: QualifyingEventUpdate) -> Outcome:
         sent.pop(key, None)
     unchecked = ""
 
-    def change(doc: Doc) -> None:
+    def change(source: StoredQualifyingEvent) -> None:
         nonlocal unchecked
         changes = dict(sent)
         if "owner" in changes:
             changes["owner"] = entities.owner_for(changes["owner"])
-        if "datePartitionColumn" in changes and changes["datePartitionColumn"] is None:
-            changes.pop("datePartitionColumn")
-            doc.pop("datePartitionColumn", None)
-        doc.update(changes)
-        problems, unchecked = _qualifying_event_problems(doc, request)
+        source.set_fields(changes)  # a null datePartitionColumn clears it (left out when null)
+        problems, unchecked = _qualifying_event_problems(source, request)
         _raise(problems)
 
     dry_run = bool(flags["dryRun"])
-    doc = _write(QE, name, change, flags["version"], dry_run)
-    return Outcome(entities.public(doc), dry_run, unchecked)
+    doc = _write(QE, name, StoredQualifyingEvent, change, flags["version"], dry_run)
+    return Outcome(_present_qualifying_event(doc), dry_run, unchecked)
 
 
 def delete_qualifying_event(name: str) -> None:
@@ -335,63 +345,67 @@ def delete_qualifying_event(name: str) -> None:
 # --- assignment sources -------------------------------------------------------------------------
 
 
-def _assignment_source_problems(doc: Doc) -> tuple[list[Problem], str]:
-    problems = _mapping_problems(doc["idTypeMapping"])
-    roles = ["timestampColumn", "experimentIDColumn", "groupIDColumn"]
-    for later in range(1, len(roles)):
+def _assignment_source_problems(source: StoredAssignmentSource) -> tuple[list[Problem], str]:
+    problems = _mapping_problems(source.idTypeMapping)
+    roles = {
+        "timestampColumn": source.timestampColumn,
+        "experimentIDColumn": source.experimentIDColumn,
+        "groupIDColumn": source.groupIDColumn,
+    }
+    names = list(roles)
+    for later in range(1, len(names)):
         for earlier in range(later):
-            if doc[roles[later]].lower() == doc[roles[earlier]].lower():
-                for this, other in ((roles[later], roles[earlier]), (roles[earlier], roles[later])):
+            if roles[names[later]].lower() == roles[names[earlier]].lower():
+                for this, other in ((names[later], names[earlier]), (names[earlier], names[later])):
                     problems.append(
                         Problem(
                             this,
-                            f"is {doc[this]!r}, the same column as {other}: the timestamp, "
+                            f"is {roles[this]!r}, the same column as {other}: the timestamp, "
                             "experiment id and group id need three different columns",
                         )
                     )
-    columns = [(role, doc[role]) for role in roles]
-    if doc.get("groupNameColumn"):
-        columns.append(("groupNameColumn", doc["groupNameColumn"]))
-    columns += _id_columns(doc)
-    _, column_problems, unchecked = _column_checks(doc["sql"], columns, None)
+    columns = list(roles.items())
+    if source.groupNameColumn:
+        columns.append(("groupNameColumn", source.groupNameColumn))
+    columns += _id_columns(source.idTypeMapping)
+    _, column_problems, unchecked = _column_checks(source.sql, columns, None)
     return problems + column_problems, unchecked
 
 
-def list_assignment_sources(query: PageQuery) -> Page[Doc]:
-    return _listing(AS, query)
+def _present_assignment_source(doc: Doc) -> AssignmentSource:
+    return AssignmentSource.model_validate(entities.public(doc))
 
 
-def get_assignment_source(name: str) -> Doc:
-    return entities.public(entities.load(AS, name))
+def list_assignment_sources(query: PageQuery) -> Page[AssignmentSource]:
+    return page_of(dynamo.list_all(AS), page=query.page, limit=query.limit).map(_present_assignment_source)
 
 
-def create_assignment_source(body: AssignmentSourceCreate) -> Outcome:
+def get_assignment_source(name: str) -> AssignmentSource:
+    return _present_assignment_source(entities.load(AS, name))
+
+
+# Create fields stored as sent (groupNameColumn left out when null); the others are stored as
+# `create_assignment_source` derives them.
+_AS_STORED_AS_SENT = frozenset(
+    AssignmentSourceCreate.model_fields.keys() & AssignmentSourceFields.model_fields.keys()
+) - {"owner"}
+
+
+def create_assignment_source(body: AssignmentSourceCreate) -> Outcome[AssignmentSource]:
     data = body.model_dump(mode="json")
-    doc: Doc = {
-        "name": body.name,
-        "description": body.description,
-        "tags": body.tags,
-        "sql": body.sql,
-        "timestampColumn": body.timestampColumn,
-        "experimentIDColumn": body.experimentIDColumn,
-        "groupIDColumn": body.groupIDColumn,
-        "idTypeMapping": data["idTypeMapping"],
-        "isVerified": body.isVerified,
-        "isReadOnly": body.isReadOnly,
-        "owner": entities.owner_for(data["owner"]),
-        "team": body.team,
-        "teamID": body.teamID,
-        "scheduledReloadHour": body.scheduledReloadHour,
+    source = StoredAssignmentSource(
+        **{field: data[field] for field in _AS_STORED_AS_SENT},
+        owner=Owner.model_validate(entities.owner_for(data["owner"])),
         **entities.bookkeeping(),
-    }
-    if body.groupNameColumn is not None:
-        doc["groupNameColumn"] = body.groupNameColumn
-    problems, unchecked = _assignment_source_problems(doc)
+    )
+    problems, unchecked = _assignment_source_problems(source)
     _raise(problems)
-    return Outcome(entities.public(_create(AS, doc, body.dryRun)), body.dryRun, unchecked)
+    return Outcome(_present_assignment_source(_create(AS, source, body.dryRun)), body.dryRun, unchecked)
 
 
-def _change_assignment_source(name: str, body: AssignmentSourceUpdate | AssignmentSourcePatch) -> Outcome:
+def _change_assignment_source(
+    name: str, body: AssignmentSourceUpdate | AssignmentSourcePatch
+) -> Outcome[AssignmentSource]:
     _refuse_rename(AS, name, body.name)
     sent = body.changes()
     flags = {key: sent.pop(key, None) for key in ("name", "version", "dryRun")}
@@ -399,31 +413,27 @@ def _change_assignment_source(name: str, body: AssignmentSourceUpdate | Assignme
         sent["owner"] = entities.owner_for(sent["owner"])
     unchecked = ""
 
-    def change(doc: Doc) -> None:
+    def change(source: StoredAssignmentSource) -> None:
         nonlocal unchecked
-        changes = dict(sent)
-        if "groupNameColumn" in changes and changes["groupNameColumn"] is None:
-            changes.pop("groupNameColumn")
-            doc.pop("groupNameColumn", None)
-        doc.update(changes)
-        problems, unchecked = _assignment_source_problems(doc)
+        source.set_fields(sent)  # a null groupNameColumn clears it (left out when null)
+        problems, unchecked = _assignment_source_problems(source)
         _raise(problems)
 
     dry_run = bool(flags["dryRun"])
-    doc = _write(AS, name, change, flags["version"], dry_run)
-    return Outcome(entities.public(doc), dry_run, unchecked)
+    doc = _write(AS, name, StoredAssignmentSource, change, flags["version"], dry_run)
+    return Outcome(_present_assignment_source(doc), dry_run, unchecked)
 
 
-def update_assignment_source(name: str, body: AssignmentSourceUpdate) -> Outcome:
+def update_assignment_source(name: str, body: AssignmentSourceUpdate) -> Outcome[AssignmentSource]:
     return _change_assignment_source(name, body)
 
 
-def patch_assignment_source(name: str, body: AssignmentSourcePatch) -> Outcome:
+def patch_assignment_source(name: str, body: AssignmentSourcePatch) -> Outcome[AssignmentSource]:
     _refuse_rename(AS, name, body.name)
     asked = partial.changes_of(body.changes(), frozenset({"name", "dryRun"}))
     stored = partial.unchanged(AS, name, asked, body.version)
     if stored is not None:
-        return Outcome(entities.public(stored), bool(body.dryRun))
+        return Outcome(_present_assignment_source(stored), bool(body.dryRun))
     return _change_assignment_source(name, body)
 
 
