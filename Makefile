@@ -13,7 +13,7 @@ ifdef SERVER_SECRET
 SERVE_ARGS += --server-secret $(SERVER_SECRET)
 endif
 
-.PHONY: install install-sam build chromium serve test test-fast lint format openapi bench bench-built bench-pulse bench-load bench-sdk clean
+.PHONY: install install-sam build chromium serve test test-fast lint typecheck format openapi bench bench-built bench-pulse bench-load bench-sdk clean
 
 install: $(VENV)/.installed
 
@@ -63,11 +63,16 @@ serve: install
 
 test: install install-sam chromium
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	SAM_CLI=$(abspath $(SAM_VENV))/bin/sam $(BIN)/python -m pytest -n auto
 
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# The runtime and tooling packages, with the pydantic plugin ([tool.mypy] in pyproject.toml).
+typecheck: install
+	$(BIN)/mypy
 
 format: install
 	$(BIN)/ruff check --fix .
@@ -100,4 +105,4 @@ bench-sdk: install
 	$(BIN)/python bench/sdk.py $(SDK_ARGS)
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache .mypy_cache

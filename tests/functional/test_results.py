@@ -522,6 +522,9 @@ def test_days_series_refuses_bad_groups_and_is_empty_before_a_load(fns: dict[str
     exp = make_experiment(fns)
     status, body = fns["results"]("GET", DAYS_PATH.format(exp["id"]), query="control=ctl&test=t1")
     assert status == 200 and body["data"] == {"days": [], "metrics": []}
+    # control unset is the experiment's controlGroupID, as pulse_results takes it
+    status, body = fns["results"]("GET", DAYS_PATH.format(exp["id"]), query="test=t1")
+    assert status == 200 and body["data"] == {"days": [], "metrics": []}
     status, body = fns["results"]("GET", DAYS_PATH.format(exp["id"]), query="control=ctl&test=nope")
     assert status == 400 and body["errors"][0]["field"] == "test"
     status, body = fns["results"]("GET", DAYS_PATH.format(exp["id"]), query="control=ctl")

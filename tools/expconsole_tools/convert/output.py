@@ -13,7 +13,7 @@ import os
 from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 # Day files kept open at once in the directory layout; beyond this the least recently used is
 # closed and reopened for appending when its day comes round again (exports are mostly in
@@ -70,13 +70,13 @@ class Sink:
         final = self.output if self.single else self.output / key / f"{self.tool}.jsonl"
         self._make_dir(final.parent)
         temporary = _temporary(final)
-        mode = "a" if temporary in self._written else "w"
+        mode: Literal["at", "wt"] = "at" if temporary in self._written else "wt"
         self._written[temporary] = final
         if len(self._open) >= MAX_OPEN_DAYS:
             self._open.popitem(last=False)[1].close()
         if final.name.lower().endswith(".gz"):
             # Kept open across writes and closed in _close: a with block cannot span them.
-            handle: IO[str] = gzip.open(temporary, mode + "t", encoding="utf-8")  # noqa: SIM115
+            handle: IO[str] = gzip.open(temporary, mode, encoding="utf-8")  # noqa: SIM115
         else:
             handle = temporary.open(mode, encoding="utf-8")
         self._open[key] = handle

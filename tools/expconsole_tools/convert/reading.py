@@ -13,7 +13,7 @@ import gzip
 import os
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -112,7 +112,7 @@ def _peek(handle: IO[bytes]) -> bytes:
     raise UnreadableInput("cannot inspect the input stream")  # pragma: no cover: files always peek
 
 
-def _lines(handle: IO[bytes], where: str) -> Iterator[Row]:
+def _lines(handle: Iterable[bytes], where: str) -> Iterator[Row]:
     """Non-blank lines, numbered from 1 as an editor would show them."""
     for number, line in enumerate(handle, start=1):
         data = line.strip()

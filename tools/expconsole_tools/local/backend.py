@@ -284,7 +284,7 @@ class _DataDirLock:
     def acquire(self) -> bool:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            if os.name == "nt":
+            if sys.platform == "win32":  # not os.name: mypy narrows on sys.platform alone
                 import msvcrt
 
                 msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)

@@ -56,7 +56,7 @@ _EXIT_WAIT_S = 1.0
 # The folders holding this package and the runtime package it serves (the same in an install, two
 # in the repository: tools/ and layers/core/), put first on a source-tree sandbox's path.
 _PACKAGE_ROOTS = os.pathsep.join(
-    dict.fromkeys(str(Path(m.__file__).resolve().parents[1]) for m in (expconsole, expconsole_tools))
+    dict.fromkeys(str(Path(m.__path__[0]).resolve().parent) for m in (expconsole, expconsole_tools))
 )
 # Sandboxes are not in the server's process group: Ctrl-C reaches the server, which stops them.
 _OWN_PROCESS_GROUP: dict[str, Any] = (
@@ -331,7 +331,7 @@ class _Sandbox:
         that can take seconds, where Lambda gives each sandbox a CPU of its own.
         """
         function = self.function
-        message = {
+        message: dict[str, Any] = {
             "type": "init",
             "function": function.logical_id,
             "module": module_name(function),

@@ -169,9 +169,9 @@ class LocalServer:
                 chosen[name] = plain
                 continue
             previous = saved.get(name, "")
-            record = keys.resolve(previous)
+            known = keys.resolve(previous)
             chosen[name] = generated[name] = (
-                previous if record is not None and record["kind"] == kind else _register(kind, None)
+                previous if known is not None and known["kind"] == kind else _register(kind, None)
             )
         if self.data_dir is not None and any(saved.get(n) != v for n, v in generated.items()):
             _save_keys(self.data_dir, {**saved, **generated})

@@ -36,7 +36,7 @@ def _short_form(loader: yaml.SafeLoader, tag: str, node: yaml.Node) -> dict[str,
     elif isinstance(node, yaml.SequenceNode):
         value = loader.construct_sequence(node, deep=True)
     else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+        value = loader.construct_mapping(node, deep=True)
     if tag in ("Ref", "Condition"):
         return {tag: value}
     if tag == "GetAtt" and isinstance(value, str):
@@ -146,16 +146,16 @@ def load_api(path: Path) -> Api:
             props = event.get("Properties") or {}
             api_ref = props.get("ApiId")
             named, default = authorizers.get(
-                api_ref.get("Ref") if isinstance(api_ref, dict) else "", ({}, None)
+                api_ref.get("Ref", "") if isinstance(api_ref, dict) else "", ({}, None)
             )
             chosen = ((props.get("Auth") or {}).get("Authorizer")) or default
             if chosen is not None and chosen != "NONE" and chosen not in named:
                 raise TemplateError(f"{logical_id}.{event_id} names an unknown authorizer {chosen!r}")
-            default = "Path" not in props and "Method" not in props
+            catch_all = "Path" not in props and "Method" not in props
             routes.append(
                 Route(
                     method=str(props.get("Method", "ANY")).upper(),
-                    path=DEFAULT_ROUTE if default else str(props.get("Path", "/")),
+                    path=DEFAULT_ROUTE if catch_all else str(props.get("Path", "/")),
                     function=function(logical_id),
                     authorizer=None if chosen in (None, "NONE") else named[chosen],
                 )

@@ -114,7 +114,7 @@ def summary(name: str) -> dict[str, Any]:
     }
 
 
-def metrics_on(name: str, page: int, limit: int) -> tuple[list[Any], dict[str, Any]]:
+def metrics_on(name: str, page: int, limit: int) -> Page[dict[str, Any]]:
     from expconsole.services import metrics
 
     found = [metrics.builtin(name, "event_count"), metrics.builtin(name, "event_dau")]

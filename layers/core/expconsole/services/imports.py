@@ -271,6 +271,7 @@ def columns(names: list[str], *, csv_types: bool) -> list[Column]:
             field = f"{root}.{key}" if key else root
             raise BadFile(f"columns {seen[target]!r} and {name!r} both set {field}")
         seen[target] = name
+        convert: Callable[[Any], Any]
         if root == "timestamp":
             convert = _int_text if csv_types else _timestamp_value
         elif root in _OBJECT_FIELDS and not key:
@@ -338,9 +339,16 @@ def _build(cols: list[Column], values: list[Any]) -> tuple[dict[str, Any], list[
 # --- readers: each yields (row as read, event or None, reasons, failed fields, line) -----------
 
 Row = tuple[Callable[[], Any], Any, list[str], set[str], int | None]
+# An opened input, plain or gzip'd (typeshed's GzipFile is not an IO[bytes]).
+BinaryFile = IO[bytes] | gzip.GzipFile
 
 
-def _jsonl_rows(stream: IO[bytes]) -> Iterator[Row]:
+def _bound(value: Any) -> Callable[[], Any]:
+    """A row's as-read form already at hand, bound now (a lambda in a loop would see later rows)."""
+    return lambda: value
+
+
+def _jsonl_rows(stream: BinaryFile) -> Iterator[Row]:
     first = True
     for line_no, raw in enumerate(stream, 1):
         data = raw.strip()
@@ -355,17 +363,17 @@ def _jsonl_rows(stream: IO[bytes]) -> Iterator[Row]:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             shown = data.decode("utf-8", "replace")
-            yield (lambda s=shown: s), None, [f"not valid UTF-8 (byte {exc.start})"], set(), line_no
+            yield _bound(shown), None, [f"not valid UTF-8 (byte {exc.start})"], set(), line_no
             continue
         try:
             obj = json.loads(text, parse_constant=_reject_constant)
         except ValueError as exc:
-            yield (lambda s=text: s), None, [f"not valid JSON ({exc})"], set(), line_no
+            yield _bound(text), None, [f"not valid JSON ({exc})"], set(), line_no
             continue
-        yield (lambda s=text: s), obj, [], set(), line_no
+        yield _bound(text), obj, [], set(), line_no
 
 
-def _csv_rows(stream: IO[bytes]) -> Iterator[Row]:
+def _csv_rows(stream: BinaryFile) -> Iterator[Row]:
     if csv.field_size_limit() < MAX_CSV_FIELD:
         csv.field_size_limit(MAX_CSV_FIELD)
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
@@ -395,7 +403,7 @@ def _csv_rows(stream: IO[bytes]) -> Iterator[Row]:
         as_read = _csv_as_read(header, cells)
         if not _is_utf8(cells):
             repaired = [_repair(c) for c in cells]
-            yield (lambda c=repaired: c), None, ["not valid UTF-8"], set(), line_no
+            yield _bound(repaired), None, ["not valid UTF-8"], set(), line_no
             continue
         if len(cells) != width:
             reason = f"has {len(cells)} cells; the header has {width} columns"
@@ -455,7 +463,7 @@ def _parquet_rows(path: Path) -> Iterator[Row]:
             for row in batch:
                 event, reasons, failed = _build(cols, list(row[:width]))
                 as_read = dict(zip(names, row[width:], strict=True))
-                yield (lambda r=as_read: r), event, reasons, failed, None
+                yield _bound(as_read), event, reasons, failed, None
     finally:
         con.close()
 

@@ -65,7 +65,7 @@ def request(
         unknown = sorted(set(body.metricIDs) - set(metric_ids))
         if unknown:
             raise Invalid.field("metricIDs", f"not metrics of this {what}: {', '.join(unknown)}")
-    job = {
+    job: dict[str, Any] = {
         "kind": kind,
         "id": exp_id,
         "refresh": body.refresh,

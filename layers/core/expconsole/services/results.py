@@ -281,8 +281,7 @@ def experiment_results_series(exp_id: str, q: ExperimentResultsSeriesQuery) -> t
     computed day, exactly as pulse_results answers for that `date` with the same options (each day's
     record is cumulative, so the series is the effect as it stood at the end of each day)."""
     exp = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
-    _group(exp, q.control, "control")
-    _group(exp, q.test, "test")
+    _default_pair(exp, q.control, q.test)
     days = [day.ds for day in group_stats.days(kinds.EXPERIMENT, exp_id)]
     metrics: dict[str, Doc] = {}
     computed: list[str] = []

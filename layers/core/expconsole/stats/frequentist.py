@@ -93,7 +93,7 @@ def percent_interval(
         return PercentInterval(None, None, None, None, ZERO_CONTROL_MEAN)
     ratio = divide(delta, reference)
     pct = finite_or_none(100.0 * ratio) if ratio is not None else None
-    if pct is None or crit is None or var_mean_test is None or var_mean_control is None:
+    if ratio is None or pct is None or crit is None or var_mean_test is None or var_mean_control is None:
         return PercentInterval(
             pct, None, None, None, None if pct is not None else "percent change out of range"
         )

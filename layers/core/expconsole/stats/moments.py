@@ -511,7 +511,7 @@ def merge(a: S, b: S) -> S:
     """Combine the statistics of two disjoint sets of units (for example two days) of the same kind."""
     if type(a) is not type(b):
         raise TypeError(f"cannot merge {type(a).__name__} with {type(b).__name__}")
-    return a.merge(b)  # type: ignore[arg-type]
+    return a.merge(b)
 
 
 def merge_all(stats: Iterable[S]) -> S:

@@ -39,7 +39,7 @@ def put(kind: str, entity_id: str, run_id: str, record: dict[str, Any]) -> None:
 def list_runs(kind: str, entity_id: str) -> list[dict[str, Any]]:
     """Every run, newest first."""
     paginator = aws.client("dynamodb").get_paginator("query")
-    out = []
+    out: list[dict[str, Any]] = []
     for page in paginator.paginate(
         TableName=config.table_name(),
         KeyConditionExpression="PK = :pk",

@@ -546,10 +546,10 @@ def _analyse(
     for mc in metric_columns:
         names = mc.names
         aggregates += [f",\n    avg({c}) AS {c}_mean" for c in names]
-        for i, a in enumerate(names):
-            for b in names[i:]:
-                moment = f"var_pop({a})" if a == b else f"covar_pop({a}, {b})"
-                aggregates.append(f",\n    {moment} * count(*) AS {a}_{b}")
+        for i, left in enumerate(names):
+            for right in names[i:]:
+                moment = f"var_pop({left})" if left == right else f"covar_pop({left}, {right})"
+                aggregates.append(f",\n    {moment} * count(*) AS {left}_{right}")
         aggregates.append(
             f",\n    count(*) FILTER (WHERE {' OR '.join(f'{c} <> 0' for c in mc.pre)}) AS {names[0]}_nz"
         )
@@ -588,9 +588,9 @@ def _analyse(
                 first_seen.setdefault(metric.id, ds)
                 last_seen[metric.id] = ds
             for g, gid in enumerate(analysed):
-                row = day_rows.get(g)
-                if row is not None:
-                    records.append(_record(plan, metric, mc, row, ds, gid))
+                group_row = day_rows.get(g)
+                if group_row is not None:
+                    records.append(_record(plan, metric, mc, group_row, ds, gid))
         results.append(DayResult(ds, records, dict(zip(analysed, units, strict=True))))
 
     computed = [m for m in plan.metrics if metric_ids is None or m.id in metric_ids]

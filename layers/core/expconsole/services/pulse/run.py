@@ -239,9 +239,10 @@ def _execute_days(
 
     analysis = analyse(con, plan, days, parts, healths, PRE_DAYS, metric_ids, analysed)
     counts = analysis.health.get("exposures")
-    for h in extra_healths if counts is not None else []:
-        for key, value in h.items():
-            counts[key] = counts.get(key, 0) + int(value)
+    if counts is not None:
+        for h in extra_healths:
+            for key, value in h.items():
+                counts[key] = counts.get(key, 0) + int(value)
     return analysis
 
 
@@ -296,7 +297,7 @@ def health_doc(
     dates = {m.id: dates[m.id] for m in plan.metrics if m.id in dates}
     missing = [m.id for m in plan.metrics if m.id in missing]
     base = {"primary_id_type": plan.id_type, "lastPulseLoadTime": now, "lastUpdatedDs": h.get("ds")}
-    checks = [
+    checks: list[dict[str, Any]] = [
         {
             "name": "Pulse loaded",
             "description": f"{exposed} units exposed up to {h.get('ds')}." if total else "No exposures yet.",

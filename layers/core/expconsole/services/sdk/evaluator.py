@@ -375,11 +375,12 @@ class _Condition:
         kind = raw.get("type", "")
         # A type that is not a string fails at evaluation in the SDK (rule id "error").
         self.kind: str | None = kind.upper() if isinstance(kind, str) else None
-        self.target = raw.get("targetValue")
+        # The spec's JSON as it is: a target or an operator of any type answers as the SDK's would.
+        self.target: Any = raw.get("targetValue")
         self.field = raw.get("field", "")
         self.id_type = raw.get("idType", "userID")
         self.additional_values = raw.get("additionalValues", {"salt": None})
-        op = raw.get("operator")
+        op: Any = raw.get("operator")
         # in_segment_list (True) / not_in_segment_list (False) need the evaluator's id lists.
         self.segment: bool | None = {"in_segment_list": True, "not_in_segment_list": False}.get(op)
         self.test: _Test = self._compile(op, kind, raw.get("targetValue", []))
@@ -707,7 +708,7 @@ class Evaluator:
             compiled = _Spec(item)  # raises like the SDK's parser on an unparsable user_bucket target
             if name is not None:
                 parsed[name] = compiled
-            if not _is_supported(item):
+            if not _is_supported(item) and name is not None:
                 dropped.add(name)
         for name in dropped:
             parsed.pop(name, None)

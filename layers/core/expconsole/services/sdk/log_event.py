@@ -89,11 +89,16 @@ def decode(body: bytes, encoding: str | None) -> dict[str, Any]:
     return data
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """The value if it is a JSON object, else an empty one: the SDK's fields are read leniently."""
+    return value if isinstance(value, dict) else {}
+
+
 def _user(raw: Any) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         return None
     user = {k: v for k, v in raw.items() if k != "privateAttributes"}
-    custom_ids = user.get("customIDs") if isinstance(user.get("customIDs"), dict) else {}
+    custom_ids = _object(user.get("customIDs"))
     if not user.get("stableID") and isinstance(custom_ids.get("stableID"), str):
         user["stableID"] = custom_ids["stableID"]
     if user.get("userID") is not None and not isinstance(user["userID"], str):
@@ -160,7 +165,7 @@ def map_events(events: list[Any], groups: Groups, now_ms: int) -> Mapped:
                 }
             )
             continue
-        meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+        meta = _object(raw.get("metadata"))
 
         def line(event: str, metadata: dict[str, Any], user: dict[str, Any] = user, ts: int = ts) -> None:
             out.lines.append({"event": event, "user": user, "timestamp": ts, "metadata": metadata})
@@ -238,7 +243,7 @@ def report_exception(body: bytes) -> None:
         raise Invalid.field("body", "is not valid JSON") from None
     if not isinstance(data, dict):
         raise Invalid.field("body", "must be an object {exception, info, tag, statsigMetadata}")
-    meta = data.get("statsigMetadata") if isinstance(data.get("statsigMetadata"), dict) else {}
+    meta = _object(data.get("statsigMetadata"))
     logger.warning(
         "SDK error report",
         extra={
