@@ -1,4 +1,9 @@
-"""Base classes and constrained types shared by every resource."""
+"""Base classes and constrained types shared by every resource.
+
+Every model defers its build (`defer_build=True`): pydantic builds a model's validator on its first
+use instead of when the class is created, so a function's cold start builds only what its first
+request validates, not every model its routes name (tests/unit/test_cold_start_models.py).
+"""
 
 from __future__ import annotations
 

@@ -182,10 +182,13 @@ class IngestBatch(RequestModel):
 IngestEvents = Annotated[list[IngestEvent], Field(min_length=1, max_length=MAX_EVENTS)]
 
 
-class IngestBody(RootModel[IngestEvent | IngestEvents | IngestBatch]):
+class IngestBody(RootModel):
     """One event, an array of events, or `{"events": [...]}`: at most 2,000 events and 1 MiB."""
 
+    # `root` annotated, not `RootModel[...]`: that parametrized class would be built at import.
     model_config = ConfigDict(defer_build=True)
+
+    root: IngestEvent | IngestEvents | IngestBatch
 
 
 class IngestAccepted(ResponseModel):

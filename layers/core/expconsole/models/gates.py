@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from expconsole.models.base import (
     Description,
@@ -136,6 +136,8 @@ class GateListQuery(PageQuery):
 
 
 class ReferencesQuery(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     limit: int = Field(100, ge=0, le=100, description="0 to 100; 0 returns only the count.")
     page: int = Field(1, ge=1)
 

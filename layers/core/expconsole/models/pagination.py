@@ -21,13 +21,15 @@ T = TypeVar("T")
 class PageQuery(BaseModel):
     """`limit` and `page` as every list endpoint takes them."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Results per page (1 to 1000).")
     page: int = Field(1, ge=1, description="Page number, starting at 1.")
 
 
 class Pagination(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     itemsPerPage: int
     pageNumber: int
     totalItems: int

@@ -31,7 +31,7 @@ class LoadPulseBody(RequestModel):
 class LoadPulseQuery(BaseModel):
     """Query of `load_pulse`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     wait: QueryBool = Field(
         False,

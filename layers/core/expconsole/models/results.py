@@ -53,7 +53,7 @@ class GroupStatistics(BaseModel):
     co-moments `C_ij = Σ(a_i − ā_i)(a_j − ā_j)` (a k×k matrix), never raw power sums.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, defer_build=True)
 
     entityKind: EntityKind
     entityID: str = Field(min_length=1)
@@ -99,7 +99,7 @@ class GroupStatistics(BaseModel):
 class ResultDay(BaseModel):
     """The day index item: this day's statistics are complete; units per group (for SRM checks)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     ds: Day
     records: int = Field(ge=0)
@@ -134,7 +134,7 @@ Confidence = Annotated[
 class ExperimentResultsOptions(BaseModel):
     """The options of an experiment's results; unset options take the experiment's settings."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     control: str | None = Field(
         None,
@@ -173,7 +173,7 @@ class ExperimentResultsQuery(ExperimentResultsOptions):
 class HoldoutResultsQuery(BaseModel):
     """Query of GET /holdouts/{id}/pulse_results."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     cuped: QueryBool | None = Field(None, description="`true` or `false`; default true.")
     confidence: Confidence | None = Field(None, description="Default 95.")

@@ -64,14 +64,17 @@ class SegmentCreate(RequestModel):
     rules: list[SegmentRule] | None = Field(None, max_length=MAX_RULES, description="rule_based only.")
 
 
-class SegmentRules(RootModel[Annotated[list[SegmentRule], Field(max_length=MAX_RULES)]]):
+class SegmentRules(RootModel):
     """POST /segments/{id}/conditional: the segment's new rules, replacing the old ones.
 
     The body is the peer's bare array of rules (errors name `[0].conditions[1].targetValue`);
     `{"rules": [...]}` is accepted too.
     """
 
+    # `root` annotated, not `RootModel[...]`: that parametrized class would be built at import.
     model_config = ConfigDict(strict=True, defer_build=True)
+
+    root: Annotated[list[SegmentRule], Field(max_length=MAX_RULES)]
 
     @model_validator(mode="before")
     @classmethod
