@@ -7,6 +7,7 @@ test process itself has long since built them all."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,14 @@ built = sorted({f"{c.__module__}.{c.__qualname__}" for c in seen
                 if c.__module__.startswith("expconsole") and c.__dict__.get("__pydantic_complete__")})
 print(json.dumps(built))
 """
+
+
+def test_model_modules_keep_their_annotations_evaluated() -> None:
+    """Without PEP 563 strings, pydantic need not compile and eval each field's annotation."""
+    models = ROOT / "layers" / "core" / "expconsole" / "models"
+    future = re.compile(r"^from __future__ import annotations$", re.MULTILINE)
+    postponed = [p.name for p in sorted(models.glob("*.py")) if future.search(p.read_text())]
+    assert not postponed, f"models/base.py says why these should not postpone annotations: {postponed}"
 
 
 def test_importing_the_functions_builds_none_of_our_models() -> None:

@@ -26,8 +26,6 @@ Stored line (one JSON object per line in `events/date=YYYY-MM-DD/<key>.jsonl.gz`
 import), `receivedTime` ms. Readers (catalogue, pulse) take these fields and ignore others.
 """
 
-from __future__ import annotations
-
 import json
 import math
 from typing import Annotated, Any

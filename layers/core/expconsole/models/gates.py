@@ -1,7 +1,5 @@
 """Feature gates: request bodies, the list query and the response shape."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints

@@ -5,8 +5,6 @@ take disjoint sets of them (`expconsole.services.layers`). Its `parameters` are 
 whose defaults the layer's experiments override.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator

@@ -4,8 +4,6 @@ A service returns a `Page` (the items of one page and how many there are in all)
 turns it into the `pagination` object, whose links it builds from the request (`api.pagination`).
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar

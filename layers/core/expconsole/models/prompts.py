@@ -5,8 +5,6 @@ period, space) and `description` at most 1000. A PATCH changes only `description
 `targetApps`, `team` and `teamID`; any other field is a 400 naming it.
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from expconsole.models.base import (

@@ -1,7 +1,5 @@
 """Pulse loads: the body of `load_pulse` and the records of `pulse_load_history` (the peer's shapes)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints

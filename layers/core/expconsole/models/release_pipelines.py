@@ -10,8 +10,6 @@ characters and is not blank; at most 100 phases, 500 rules a phase (as gates), 1
 a rule (the shared rule limit).
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import AfterValidator, Field, StringConstraints

@@ -7,11 +7,9 @@ is cumulative. This module is plain pydantic: no numpy, no scipy (CRUD functions
 models).
 """
 
-from __future__ import annotations
-
 import datetime as dt
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -70,7 +68,7 @@ class GroupStatistics(BaseModel):
     preNonzero: int | None = Field(None, ge=0, description="Units with pre-exposure data (CUPED form only).")
 
     @model_validator(mode="after")
-    def _shape(self) -> GroupStatistics:
+    def _shape(self) -> Self:
         k = len(self.means)
         if k not in WIDTHS[self.kind]:
             raise ValueError(

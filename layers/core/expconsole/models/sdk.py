@@ -7,8 +7,6 @@ The user is the SDKs' JSON user (`userID`, `customIDs`, `email`, `ip`, `userAgen
 names the field.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, RootModel, StringConstraints

@@ -12,8 +12,6 @@ hyphen; defaults to the name in lower case, spaces to underscores), `description
 DynamoDB sort key holds 1024 bytes).
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, RootModel, StringConstraints, model_validator

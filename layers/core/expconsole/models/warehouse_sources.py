@@ -17,8 +17,6 @@ Limits the contract leaves open (chosen here, enforced by these models):
 | scheduledReloadHour | integer 0 to 23, or null |
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator
