@@ -67,6 +67,19 @@ def test_layers_hold_packages_for_the_functions_runtime(build_dir: Path) -> None
     assert (build_dir / "SqlLayer" / "python" / "duckdb").is_dir()
 
 
+def test_functions_ship_their_bytecode(build_dir: Path) -> None:
+    """Lambda's /var/task is read-only: a function folder without its .pyc files compiles its code
+    at every cold start (`make build` compiles them after `sam build`, which copies sources only)."""
+    for name, function in load_functions(build_dir / "template.yaml").items():
+        folder = function.module_file.parent
+        missing = [
+            source.name
+            for source in folder.rglob("*.py")
+            if not (source.parent / "__pycache__" / f"{source.stem}.cpython-312.pyc").is_file()
+        ]
+        assert not missing, f"{name}: no bytecode for {missing}"
+
+
 TOOLING = ("cli", "local", "convert", "importer", "openapi")
 
 

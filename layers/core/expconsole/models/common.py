@@ -1,7 +1,5 @@
 """Small objects several resources share: owner, review settings, metric references."""
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from expconsole.models.base import RequestModel, ResponseModel

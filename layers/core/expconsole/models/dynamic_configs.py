@@ -6,8 +6,6 @@ checked by the service (`expconsole.services.json_values`), which needs JSON5 an
 these models check only their shape, so validating a request stays cheap.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, field_validator

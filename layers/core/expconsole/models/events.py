@@ -26,8 +26,6 @@ Stored line (one JSON object per line in `events/date=YYYY-MM-DD/<key>.jsonl.gz`
 import), `receivedTime` ms. Readers (catalogue, pulse) take these fields and ignore others.
 """
 
-from __future__ import annotations
-
 import json
 import math
 from typing import Annotated, Any
@@ -182,10 +180,13 @@ class IngestBatch(RequestModel):
 IngestEvents = Annotated[list[IngestEvent], Field(min_length=1, max_length=MAX_EVENTS)]
 
 
-class IngestBody(RootModel[IngestEvent | IngestEvents | IngestBatch]):
+class IngestBody(RootModel):
     """One event, an array of events, or `{"events": [...]}`: at most 2,000 events and 1 MiB."""
 
+    # `root` annotated, not `RootModel[...]`: that parametrized class would be built at import.
     model_config = ConfigDict(defer_build=True)
+
+    root: IngestEvent | IngestEvents | IngestBatch
 
 
 class IngestAccepted(ResponseModel):

@@ -7,8 +7,6 @@ naming a group, complete SPRT settings, ...) live in `design_errors`, which the 
 the experiment as it would be stored, so create, full update, patch and restart share them.
 """
 
-from __future__ import annotations
-
 import datetime as dt
 import math
 from collections.abc import Callable

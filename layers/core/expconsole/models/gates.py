@@ -6,11 +6,9 @@ the order the API has always answered them. The request models list what a clien
 with the constrained types declared once below.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from expconsole.models.base import (
     Description,
@@ -149,6 +147,8 @@ class GateListQuery(PageQuery):
 
 
 class ReferencesQuery(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     limit: int = Field(100, ge=0, le=100, description="0 to 100; 0 returns only the count.")
     page: int = Field(1, ge=1)
 

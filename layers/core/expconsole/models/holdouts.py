@@ -7,8 +7,6 @@ change in one DynamoDB transaction (at most 50 entities), so that deleting or ar
 detach them all at once.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema

@@ -10,8 +10,6 @@ stored layer (`StoredLayer`) is just those, the answer (`Layer`) adds `holdoutID
 `permalink` after them, as the API has always answered them.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator

@@ -1,7 +1,5 @@
 """Envelopes for lists whose element shape belongs to another resource's issue (for now)."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from expconsole.models.base import ResponseModel

@@ -41,8 +41,6 @@ rules that depend on the metric type are `definition_errors`, a pure function th
 runs on the definition a create or update would store.
 """
 
-from __future__ import annotations
-
 import math
 import re
 from datetime import date

@@ -4,8 +4,6 @@ A service returns a `Page` (the items of one page and how many there are in all)
 turns it into the `pagination` object, whose links it builds from the request (`api.pagination`).
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -22,13 +20,15 @@ U = TypeVar("U")
 class PageQuery(BaseModel):
     """`limit` and `page` as every list endpoint takes them."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Results per page (1 to 1000).")
     page: int = Field(1, ge=1, description="Page number, starting at 1.")
 
 
 class Pagination(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     itemsPerPage: int
     pageNumber: int
     totalItems: int
@@ -50,7 +50,7 @@ class Page(Generic[T]):
     def has_next(self) -> bool:
         return self.limit > 0 and self.number * self.limit < self.total
 
-    def map(self, convert: Callable[[T], U]) -> Page[U]:
+    def map(self, convert: Callable[[T], U]) -> "Page[U]":
         """The same page, each item converted: a list builds only its page's answers."""
         return Page(
             items=[convert(item) for item in self.items],

@@ -9,8 +9,6 @@ its archive state) and the answer (`Prompt`, plus `isArchived`) both extend it, 
 API has always answered them.
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from expconsole.models.base import (

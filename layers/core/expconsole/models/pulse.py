@@ -1,7 +1,5 @@
 """Pulse loads: the body of `load_pulse` and the records of `pulse_load_history` (the peer's shapes)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -31,7 +29,7 @@ class LoadPulseBody(RequestModel):
 class LoadPulseQuery(BaseModel):
     """Query of `load_pulse`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     wait: QueryBool = Field(
         False,

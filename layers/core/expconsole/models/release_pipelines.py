@@ -14,8 +14,6 @@ the stored pipeline (`StoredPipeline`) adds its archive state, the answer (`Rele
 leaves out the two emails it has never answered and adds `isArchived`.
 """
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints

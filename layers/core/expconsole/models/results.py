@@ -7,11 +7,9 @@ is cumulative. This module is plain pydantic: no numpy, no scipy (CRUD functions
 models).
 """
 
-from __future__ import annotations
-
 import datetime as dt
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -53,7 +51,7 @@ class GroupStatistics(BaseModel):
     co-moments `C_ij = Σ(a_i − ā_i)(a_j − ā_j)` (a k×k matrix), never raw power sums.
     """
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, frozen=True, defer_build=True)
 
     entityKind: EntityKind
     entityID: str = Field(min_length=1)
@@ -70,7 +68,7 @@ class GroupStatistics(BaseModel):
     preNonzero: int | None = Field(None, ge=0, description="Units with pre-exposure data (CUPED form only).")
 
     @model_validator(mode="after")
-    def _shape(self) -> GroupStatistics:
+    def _shape(self) -> Self:
         k = len(self.means)
         if k not in WIDTHS[self.kind]:
             raise ValueError(
@@ -99,7 +97,7 @@ class GroupStatistics(BaseModel):
 class ResultDay(BaseModel):
     """The day index item: this day's statistics are complete; units per group (for SRM checks)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     ds: Day
     records: int = Field(ge=0)
@@ -134,7 +132,7 @@ Confidence = Annotated[
 class ExperimentResultsOptions(BaseModel):
     """The options of an experiment's results; unset options take the experiment's settings."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     control: str | None = Field(
         None,
@@ -173,7 +171,7 @@ class ExperimentResultsQuery(ExperimentResultsOptions):
 class HoldoutResultsQuery(BaseModel):
     """Query of GET /holdouts/{id}/pulse_results."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     cuped: QueryBool | None = Field(None, description="`true` or `false`; default true.")
     confidence: Confidence | None = Field(None, description="Default 95.")

@@ -4,8 +4,6 @@ Each operator fixes the type of `targetValue`; the checks live in field validato
 error names the exact field (`rules[0].conditions[1].targetValue`) and the rule broken.
 """
 
-from __future__ import annotations
-
 import math
 import re
 from typing import Any, Literal

@@ -7,11 +7,9 @@ The user is the SDKs' JSON user (`userID`, `customIDs`, `email`, `ip`, `userAgen
 names the field.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
-from pydantic import Field, RootModel, StringConstraints
+from pydantic import ConfigDict, Field, RootModel, StringConstraints
 
 from expconsole.models.base import RequestModel, ResponseModel
 
@@ -102,9 +100,21 @@ class Accepted(ResponseModel):
     success: bool
 
 
-class CheckGateAnswer(RootModel[GateAnswer | dict[str, GateAnswer]]):
+# The root models below annotate `root` rather than parametrize RootModel: `RootModel[X]` is a class
+# of its own that pydantic builds when it is created, at import (models/base.py: defer_build).
+
+
+class CheckGateAnswer(RootModel):
     """One gate's answer (`gateName`), or each gate's by name (`gateNames`)."""
 
+    model_config = ConfigDict(defer_build=True)
 
-class IdLists(RootModel[dict[str, IdList]]):
+    root: GateAnswer | dict[str, GateAnswer]
+
+
+class IdLists(RootModel):
     """Each id list by its name (the id-list segment's id)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    root: dict[str, IdList]

@@ -17,8 +17,6 @@ and `SegmentContent` (its rules or its ids' count, by type). The stored segment
 `isArchived` after them: each in the order the table and the API have always had them.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, RootModel, StringConstraints, model_validator
@@ -75,14 +73,17 @@ class SegmentCreate(RequestModel):
     rules: SegmentRuleList | None = Field(None, description="rule_based only.")
 
 
-class SegmentRules(RootModel[SegmentRuleList]):
+class SegmentRules(RootModel):
     """POST /segments/{id}/conditional: the segment's new rules, replacing the old ones.
 
     The body is the peer's bare array of rules (errors name `[0].conditions[1].targetValue`);
     `{"rules": [...]}` is accepted too.
     """
 
+    # `root` annotated, not `RootModel[...]`: that parametrized class would be built at import.
     model_config = ConfigDict(strict=True, defer_build=True)
+
+    root: SegmentRuleList
 
     @model_validator(mode="before")
     @classmethod

@@ -8,8 +8,6 @@ with `_`, are declared with that key as their alias (pydantic keeps `_` names fo
 attributes).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import Any, Self
 

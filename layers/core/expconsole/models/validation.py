@@ -1,7 +1,5 @@
 """Turn pydantic's validation errors into `{field, message}` pairs a client can act on."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Any
 

@@ -23,8 +23,6 @@ answer (`QualifyingEvent`, `AssignmentSource`, its stored public fields as they 
 those fields.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator

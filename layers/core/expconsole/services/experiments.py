@@ -103,7 +103,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from expconsole import kinds
 from expconsole.errors import Conflict, Invalid
@@ -194,7 +194,8 @@ def _default_review() -> Doc:
     return {"requiredReview": False, "allowedReviewers": []}
 
 
-_RULES = TypeAdapter(list[InlineTargetingRule])
+# Built on first use, not at import (models.base: defer_build).
+_RULES = TypeAdapter(list[InlineTargetingRule], config=ConfigDict(defer_build=True))
 
 
 def defaults() -> Doc:
