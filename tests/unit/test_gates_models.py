@@ -6,7 +6,6 @@ built from it must be the stored public fields, in their stored order, then the 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from expconsole.services import entities
 from expconsole.services.common import lifecycle
 from expconsole.services.gates import present
 from expconsole.store.gate_checks import Usage, hour_of
+from tests.unit.stored_items import CREATED_AND_MODIFIED, written
 
 # Checked in the last hour, 12 checks an hour: not stale from the SDKs' side, 12 checks per hour.
 CHECKED = Usage(checks=288, passes=100, first_checked=hour_of(0), last_checked=hour_of(entities.now_ms()))
@@ -63,25 +63,13 @@ STORED: dict[str, Any] = {
     "releasePipelineID": None,
     "isTemplate": False,
     "owner": {"ownerID": "k1", "ownerType": "SDK_KEY", "ownerName": "CONSOLE API", "ownerEmail": ""},
-    "creatorID": "k1",
-    "creatorName": "CONSOLE API",
-    "creatorEmail": None,
-    "createdTime": 1_700_000_000_000,
-    "lastModifierID": "k1",
-    "lastModifierName": "CONSOLE API",
-    "lastModifierEmail": None,
-    "lastModifiedTime": 1_700_000_001_000,
+    **CREATED_AND_MODIFIED,
     "version": 2,
     "_type": "TEMPORARY",
     "_state": {"launched": False, "archived": False},
 }
 
 INTERNAL = ("_type", "_state")
-
-
-def written(doc: dict[str, Any]) -> str:
-    """The item as the store writes it (key order included)."""
-    return json.dumps(doc, separators=(",", ":"))
 
 
 def test_a_stored_gate_reads_and_writes_back_byte_for_byte() -> None:

@@ -7,13 +7,13 @@ built from it must be the stored public fields, in their stored order, then `hol
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from expconsole.models.layers import Layer, LayerCreate, LayerFields, LayerPatch, LayerUpdate, StoredLayer
 from expconsole.services.layers import present
+from tests.unit.stored_items import CREATED_AND_MODIFIED, written
 
 # A layer as services/layers.py writes it, nulls where it stores them.
 STORED: dict[str, Any] = {
@@ -32,21 +32,9 @@ STORED: dict[str, Any] = {
     "team": None,
     "teamID": "t1",
     "owner": {"ownerID": "k1", "ownerType": "SDK_KEY", "ownerName": "CONSOLE API", "ownerEmail": ""},
-    "creatorID": "k1",
-    "creatorName": "CONSOLE API",
-    "creatorEmail": None,
-    "createdTime": 1_700_000_000_000,
-    "lastModifierID": "k1",
-    "lastModifierName": "CONSOLE API",
-    "lastModifierEmail": None,
-    "lastModifiedTime": 1_700_000_001_000,
+    **CREATED_AND_MODIFIED,
     "version": 2,
 }
-
-
-def written(doc: dict[str, Any]) -> str:
-    """The item as the store writes it (key order included)."""
-    return json.dumps(doc, separators=(",", ":"))
 
 
 def test_a_stored_layer_reads_and_writes_back_byte_for_byte() -> None:

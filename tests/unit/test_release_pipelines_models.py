@@ -7,7 +7,6 @@ built from it must be the stored fields but the emails, in their stored order, t
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from expconsole.models.release_pipelines import (
 from expconsole.models.stored import ArchiveState
 from expconsole.services.common import lifecycle
 from expconsole.services.release_pipelines import present
+from tests.unit.stored_items import CREATED_AND_MODIFIED, written
 
 # A pipeline as services/release_pipelines.py writes it, nulls where it stores them.
 STORED: dict[str, Any] = {
@@ -46,22 +46,10 @@ STORED: dict[str, Any] = {
         },
         {"id": "ph2", "name": "all", "timeIntervalMs": 3_600_000, "requiredReview": False, "rules": []},
     ],
-    "creatorID": "k1",
-    "creatorName": "CONSOLE API",
-    "creatorEmail": None,
-    "createdTime": 1_700_000_000_000,
-    "lastModifierID": "k1",
-    "lastModifierName": "CONSOLE API",
-    "lastModifierEmail": None,
-    "lastModifiedTime": 1_700_000_001_000,
+    **CREATED_AND_MODIFIED,
     "version": 2,
     "_state": {"archived": False},
 }
-
-
-def written(doc: dict[str, Any]) -> str:
-    """The item as the store writes it (key order included)."""
-    return json.dumps(doc, separators=(",", ":"))
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ built from it must be the stored public fields, in their stored order, then `isA
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from expconsole.models.segments import (
 )
 from expconsole.services.common import lifecycle
 from expconsole.services.segments import present
+from tests.unit.stored_items import CREATED_AND_MODIFIED, written
 
 # What every segment stores, as services/segments.py writes it, nulls where it stores them.
 FIELDS: dict[str, Any] = {
@@ -35,14 +35,7 @@ FIELDS: dict[str, Any] = {
     "holdoutIDs": [],
     "team": None,
     "teamID": "t1",
-    "creatorID": "k1",
-    "creatorName": "CONSOLE API",
-    "creatorEmail": None,
-    "createdTime": 1_700_000_000_000,
-    "lastModifierID": "k1",
-    "lastModifierName": "CONSOLE API",
-    "lastModifierEmail": None,
-    "lastModifiedTime": 1_700_000_001_000,
+    **CREATED_AND_MODIFIED,
     "version": 2,
 }
 # A rule_based segment: `rules` after `_state`, every optional rule key in its stored place.
@@ -82,11 +75,6 @@ ID_LIST: dict[str, Any] = {
     "_state": {"archived": False, "idListKey": "abc"},
     "count": 3,
 }
-
-
-def written(doc: dict[str, Any]) -> str:
-    """The item as the store writes it (key order included)."""
-    return json.dumps(doc, separators=(",", ":"))
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ only when set are left out, never null.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -26,16 +25,10 @@ from expconsole.models.warehouse_sources import (
     StoredAssignmentSource,
     StoredQualifyingEvent,
 )
+from tests.unit.stored_items import CREATED_AND_MODIFIED, written
 
 BOOKKEEPING: dict[str, Any] = {
-    "creatorID": "k1",
-    "creatorName": "CONSOLE API",
-    "creatorEmail": None,
-    "createdTime": 1_700_000_000_000,
-    "lastModifierID": "k1",
-    "lastModifierName": "CONSOLE API",
-    "lastModifierEmail": None,
-    "lastModifiedTime": 1_700_000_001_000,
+    **CREATED_AND_MODIFIED,
     "version": 2,
 }
 OWNER = {"ownerID": "k1", "ownerType": "SDK_KEY", "ownerName": "CONSOLE API", "ownerEmail": ""}
@@ -83,11 +76,6 @@ ASSIGNMENT_SOURCE: dict[str, Any] = {
     "groupNameColumn": "group_name",
 }
 OPTIONAL = {"datePartitionColumn", "all_columns", "column_types", "groupNameColumn"}
-
-
-def written(doc: dict[str, Any]) -> str:
-    """The item as the store writes it (key order included)."""
-    return json.dumps(doc, separators=(",", ":"))
 
 
 def without(doc: dict[str, Any], *keys: str) -> dict[str, Any]:

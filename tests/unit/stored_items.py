@@ -1,0 +1,21 @@
+"""What the stored-model tests of every kind share: the bookkeeping keys of a stored item (in the
+order every kind stores them) and the item as the store writes it."""
+
+import json
+from typing import Any
+
+CREATED_AND_MODIFIED: dict[str, Any] = {
+    "creatorID": "k1",
+    "creatorName": "CONSOLE API",
+    "creatorEmail": None,
+    "createdTime": 1_700_000_000_000,
+    "lastModifierID": "k1",
+    "lastModifierName": "CONSOLE API",
+    "lastModifierEmail": None,
+    "lastModifiedTime": 1_700_000_001_000,
+}
+
+
+def written(doc: dict[str, Any]) -> str:
+    """The item as the store writes it (key order included)."""
+    return json.dumps(doc, separators=(",", ":"))
