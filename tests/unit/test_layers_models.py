@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
+from expconsole import kinds
 from expconsole.models.layers import Layer, LayerCreate, LayerFields, LayerPatch, LayerUpdate, StoredLayer
+from expconsole.services import entities
 from expconsole.services.layers import present
 from tests.unit.stored_items import CREATED_AND_MODIFIED, written
 
@@ -63,7 +65,7 @@ def test_set_fields_validates_json_values_as_the_stored_types() -> None:
 
 def test_the_answer_is_the_stored_public_fields_in_order_then_holdouts_and_permalink() -> None:
     answer = present({**STORED, "_health": {}}, {"checkout": ["h1"]}).model_dump(mode="json")
-    permalink = "/console/v1/layers/checkout"
+    permalink = entities.permalink(kinds.LAYER, "checkout")  # the request's base URL, if any
     assert written(answer) == written({**STORED, "holdoutIDs": ["h1"], "permalink": permalink})
 
 
