@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from expconsole import kinds
-from expconsole.models.metrics import lineage, split_id
 from expconsole.store import dynamo, event_counters
 
 NEARBY_DAYS = 14
@@ -28,6 +27,10 @@ _MAX_DEPTH = 8  # components of components: metrics form no cycles (services.met
 
 def metric_events(mid: str, depth: int = 0) -> list[str]:
     """Event names a metric (built-in or stored, by id) counts, through its component metrics."""
+    # models.metrics creates some 25 model classes: imported when an experiment's metrics are
+    # read, not at the import of every function that may warn (the experiments function's cold start).
+    from expconsole.models.metrics import split_id
+
     parts = split_id(mid)
     if parts is None or depth > _MAX_DEPTH:
         return []
@@ -40,6 +43,8 @@ def metric_events(mid: str, depth: int = 0) -> list[str]:
 
 def definition_events(definition: dict[str, Any], depth: int = 0) -> list[str]:
     """Event names a metric definition names, directly or through its component metrics."""
+    from expconsole.models.metrics import lineage  # see metric_events
+
     named = lineage(str(definition.get("type", "")), definition)
     events = list(named["events"])
     for component in named["metrics"]:

@@ -68,7 +68,7 @@ Rules chosen where the contract is silent:
   creating, restarting or updating an experiment with holdouts writes the experiment and every
   holdout it joins or leaves in one transaction; a 400 names `holdoutIDs[i]` when that holdout
   does not exist or is archived. `restart_as_new` keeps the original's holdouts.
-- **layerID**: the experiment must fit its layer (`expconsole.services.layers.check_placement`:
+- **layerID**: the experiment must fit its layer (`expconsole.services.layer_buckets.check_placement`:
   the layer's id type, buckets disjoint from the other non-archived experiments of the layer,
   claims within its 1000 buckets); checked when `layerID`, `userBuckets`, `allocation` or
   `idType` is set or changes, on restart_as_new and on unarchive.
@@ -122,7 +122,7 @@ from expconsole.models.experiments import (
 )
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.validation import field_errors
-from expconsole.services import entities, layers, quality
+from expconsole.services import entities, layer_buckets, quality
 from expconsole.services.common import patch as partial
 from expconsole.services.common import rules as rules_common
 from expconsole.services.common import size
@@ -567,7 +567,7 @@ PLACEMENT_FIELDS = ("layerID", "userBuckets", "allocation", "idType")
 def _check_placement(doc: Doc, fields: Iterable[str]) -> None:
     """Hook 2: an experiment in a layer fits it, when a field that places it is set or changes."""
     if doc.get("layerID") and set(fields) & set(PLACEMENT_FIELDS):
-        layers.check_placement(doc)
+        layer_buckets.check_placement(doc)
 
 
 def _insert(exp_id: str, doc: Doc) -> Doc:
@@ -703,7 +703,7 @@ def _write(
         _materialise(doc, now)
         change(doc, now)
         if doc.get("status") == "active" and doc.get("layerID"):
-            layers.take_buckets(doc)
+            layer_buckets.take_buckets(doc)
         _check_size(doc)
 
     if linked:

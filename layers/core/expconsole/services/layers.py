@@ -9,7 +9,7 @@ An experiment placed in it (`layerID`) occupies:
 
 Among a layer's experiments that are not archived, listed buckets never overlap, and all of
 their claims together fit in the 1000 buckets (so bucket-less experiments can be given free
-ones). `check_placement` enforces this, and that an experiment's `idType` is its layer's,
+ones). `layer_buckets.check_placement` enforces this, and that an experiment's `idType` is its layer's,
 whenever the experiments service writes an experiment whose `layerID`, `userBuckets`,
 `allocation` or `idType` is set or changes (create, update, restart_as_new) and when it
 unarchives one: a 400 naming the field, the experiment in the way and the buckets. The check
@@ -26,9 +26,6 @@ is a 409 naming them. `holdoutIDs` is derived on every read from the holdouts wh
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-
 from expconsole import kinds
 from expconsole.errors import Conflict, Invalid
 from expconsole.models.common import Owner
@@ -43,13 +40,12 @@ from expconsole.models.layers import (
 )
 from expconsole.models.pagination import Page, page_of
 from expconsole.services import entities
-from expconsole.services.common import lifecycle
 from expconsole.services.common import patch as partial
 from expconsole.services.entities import Doc, Presenter
+from expconsole.services.layer_buckets import members
 from expconsole.store import dynamo
 
 KIND = kinds.LAYER
-BUCKETS = 1000
 
 
 # --- reading ------------------------------------------------------------------------------------------
@@ -84,11 +80,6 @@ def list_layers(q: LayerListQuery) -> Page[Layer]:
     return page_of(dynamo.list_all(KIND), page=q.page, limit=q.limit).map(lambda doc: present(doc, holdouts))
 
 
-def members(layer_id: str) -> list[Doc]:
-    """Stored experiments placed in the layer, archived ones included."""
-    return [e for e in dynamo.list_all(kinds.EXPERIMENT) if e.get("layerID") == layer_id]
-
-
 def experiments(layer_id: str, page: int, limit: int, present_experiment: Presenter) -> Page[Doc]:
     """The layer's experiments, each as `present_experiment` shows it (the experiments service's
     `present`, passed in: the experiments service depends on this one, not the other way)."""
@@ -96,98 +87,6 @@ def experiments(layer_id: str, page: int, limit: int, present_experiment: Presen
     now = entities.now_ms()
     shown = [present_experiment(e, now=now) for e in members(layer_id)]
     return page_of(shown, page=page, limit=limit)
-
-
-# --- bucket placement (hook of expconsole.services.experiments) ------------------------------------------
-
-
-def claim(doc: Doc) -> int:
-    """How many buckets an experiment occupies in its layer."""
-    buckets = doc.get("userBuckets") or []
-    if buckets:
-        return len(buckets)
-    allocation = doc.get("allocation", 100)
-    return math.ceil(round(allocation * BUCKETS / 100, 6))
-
-
-def _ranges(buckets: Iterable[int]) -> str:
-    """`[1, 2, 3, 7]` → `1-3, 7`."""
-    out: list[str] = []
-    ordered = sorted(buckets)
-    start = prev = ordered[0]
-    for b in [*ordered[1:], None]:
-        if b is not None and b == prev + 1:
-            prev = b
-            continue
-        out.append(str(start) if start == prev else f"{start}-{prev}")
-        if b is not None:
-            start = prev = b
-    return ", ".join(out)
-
-
-def held_buckets(doc: Doc) -> list[int]:
-    """The buckets an experiment holds in its layer: listed, or taken when it started."""
-    if doc.get("userBuckets"):
-        return sorted({int(b) for b in doc["userBuckets"]})
-    return list((doc.get("_state") or {}).get("layerBuckets") or [])
-
-
-def take_buckets(doc: Doc) -> None:
-    """At its start, a layered experiment without `userBuckets` takes `allocation` x 10 free
-    buckets (lowest first) and keeps them (`_state.layerBuckets`), so its units never move when
-    other experiments of the layer start, end or leave. A read-then-write, like check_placement."""
-    if not doc.get("layerID") or doc.get("userBuckets") or held_buckets(doc):
-        return
-    taken: set[int] = set()
-    for other in members(doc["layerID"]):
-        if other["id"] != doc["id"] and not lifecycle.is_archived(other):
-            taken.update(held_buckets(other))
-    free = [b for b in range(BUCKETS) if b not in taken]
-    doc["_state"] = {**doc.get("_state", {}), "layerBuckets": free[: claim(doc)]}
-
-
-def check_placement(doc: Doc) -> None:
-    """An experiment (as it would be stored) fits its layer: 400 naming the field otherwise."""
-    layer_id = doc.get("layerID")
-    if not layer_id:
-        return
-    layer = dynamo.get(KIND, layer_id)
-    if layer is None:
-        raise Invalid.field("layerID", f"layer {layer_id!r} does not exist")
-    if doc.get("idType") != layer["idType"]:
-        raise Invalid.field(
-            "idType",
-            f"is {doc.get('idType')!r} but layer {layer_id!r} is for {layer['idType']!r}: "
-            "an experiment runs on its layer's id type",
-        )
-    mine: dict[int, int] = {}
-    for index, bucket in enumerate(doc.get("userBuckets") or []):
-        if bucket != int(bucket):
-            raise Invalid.field(
-                f"userBuckets[{index}]", f"must be a whole bucket number (0 to 999) in a layer, not {bucket}"
-            )
-        if int(bucket) in mine:
-            raise Invalid.field(
-                f"userBuckets[{index}]", f"repeats userBuckets[{mine[int(bucket)]}] ({int(bucket)})"
-            )
-        mine[int(bucket)] = index
-    others = [e for e in members(layer_id) if e["id"] != doc["id"] and not lifecycle.is_archived(e)]
-    for other in others:
-        overlap = set(mine) & {int(b) for b in other.get("userBuckets") or []}
-        if overlap:
-            raise Invalid.field(
-                "userBuckets",
-                f"overlaps experiment {other['id']!r} in layer {layer_id!r} on bucket(s) {_ranges(overlap)}",
-            )
-    used = sum(claim(e) for e in others)
-    need = claim(doc)
-    if used + need > BUCKETS:
-        users = ", ".join(f"{e['id']!r} ({claim(e)})" for e in others if claim(e))
-        raise Invalid.field(
-            "userBuckets" if mine else "allocation",
-            f"needs {need} of the {BUCKETS} buckets of layer {layer_id!r} but {BUCKETS - used} are free "
-            f"(taken by {users})",
-        )
 
 
 # --- writing ----------------------------------------------------------------------------------------------

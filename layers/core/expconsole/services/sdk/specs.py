@@ -398,7 +398,7 @@ def layer_buckets(layer_id: str, members: list[Doc]) -> dict[str, list[int]]:
     """The buckets of the layer each running or decided experiment holds.
 
     Listed `userBuckets`, or the buckets it took at its start (`_state.layerBuckets`, see
-    services.layers.take_buckets). An experiment started before buckets were kept takes
+    services.layer_buckets.take_buckets). An experiment started before buckets were kept takes
     `allocation` x 10 of the buckets left, in the order the experiments started.
     """
     holders = [e for e in members if e.get("status") in HOLDING_BUCKETS]
