@@ -30,7 +30,6 @@ from expconsole.models.events import (
     EventListQuery,
     logged_record,
 )
-from expconsole.models.metrics import lineage, parse_date
 from expconsole.models.pagination import Page, page_of
 from expconsole.store import dynamo, event_counters, s3
 
@@ -47,6 +46,10 @@ def window(q: EventListQuery, today: date | None = None) -> list[str]:
         return [(today - timedelta(days=i)).isoformat() for i in range(-1, n)]
     if q.days is not None:
         raise Invalid.field("days", "give either days or startDate/endDate, not both")
+    # models.metrics creates some 25 model classes: imported where one of its functions is needed,
+    # not at the events function's every cold start.
+    from expconsole.models.metrics import parse_date
+
     try:
         start = parse_date(q.startDate)
     except ValueError as exc:
@@ -115,6 +118,7 @@ def summary(name: str) -> dict[str, Any]:
 
 
 def metrics_on(name: str, page: int, limit: int) -> Page[dict[str, Any]]:
+    from expconsole.models.metrics import lineage
     from expconsole.services import metrics
 
     found = [metrics.builtin(name, "event_count"), metrics.builtin(name, "event_dau")]
