@@ -91,6 +91,7 @@ ENV = {
     "TABLE_NAME": "expconsole-bench",
     "EVENTS_BUCKET": "expconsole-bench-events",
     "POWERTOOLS_SERVICE_NAME": "expconsole",
+    "PYDANTIC_DISABLE_PLUGINS": "__all__",  # as template.yaml's Globals set it
     # Inside Lambda (LAMBDA_TASK_ROOT set) Powertools' Tracer is on: it imports the X-Ray SDK and
     # patches botocore at import, and that is part of every function's cold start.
     "LAMBDA_TASK_ROOT": str(FUNCTIONS),
