@@ -10,6 +10,10 @@ the HTTP request and without the event counters, which the pipeline does not rea
    each day's unit aggregate computed in SQL straight from its raw gzip JSON lines and written to
    S3, then the combination into GroupStatistics records, written to DynamoDB. This is the figure
    of the issue: from raw objects to stored records;
+   then the same run with the raw objects already on this machine (the files the hand-written
+   query reads, linked in, downloaded before the clock starts): the load's own work when storage
+   takes no CPU here, as in AWS, where S3 serves the bytes from other machines (here moto's S3 is
+   one Python process on the same cores as DuckDB);
 2. compaction: what the hourly schedule does beside the loads (services/pulse/compaction.py):
    every finished day folded into one Parquet file by DuckDB (`COPY`), uploaded, its manifest
    written;
@@ -385,6 +389,41 @@ def phase_compaction(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def phase_local(args: argparse.Namespace) -> dict[str, Any]:
+    """The pipeline over the raw days, their objects already local: `Spill.fetch` links the copies the
+    hand-written query reads (downloaded first, untimed) instead of getting them from S3. Listings,
+    manifests, the days' aggregates and the records still go through storage."""
+    import os as _os
+
+    from expconsole.services.pulse import engine
+    from expconsole.store import s3
+
+    target = Path(args.work, "raw")
+    t0 = time.perf_counter()
+    files, size = _fetch_raw(target)
+    fetch_s = time.perf_counter() - t0
+    fetch_from_s3 = engine.Spill.fetch
+
+    def fetch(self: engine.Spill, keys: list[str], workers: int = 16) -> list[Path]:
+        local = {k: target / k.removeprefix(s3.PREFIX) for k in keys if k.endswith(".jsonl.gz")}
+        for key, source in local.items():
+            copy = self.path(key)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if not copy.exists():
+                _os.link(source, copy)  # a hard link: the run's forget() removes the link, not the file
+            with self._lock:
+                self._fetched[key] = copy
+        others = [k for k in keys if k not in local]
+        if others:
+            fetch_from_s3(self, others, workers)
+        with self._lock:
+            return [self._fetched[k] for k in keys]
+
+    engine.Spill.fetch = fetch  # type: ignore[method-assign]
+    result = phase_pipeline(args, records="local.json")
+    return {**result, "fetch_s": fetch_s, "files": files, "parquet_bytes": size}
+
+
 def phase_compacted(args: argparse.Namespace) -> dict[str, Any]:
     """The pipeline again, over the compacted days."""
     return phase_pipeline(args, records="compacted.json")
@@ -688,6 +727,7 @@ PHASES = {
     "generate": phase_generate,
     "compaction": phase_compaction,
     "compacted": phase_compacted,
+    "local": phase_local,
     "pipeline": phase_pipeline,
     "duckdb": phase_duckdb,
 }
@@ -768,6 +808,7 @@ def orchestrate(args: argparse.Namespace) -> None:
             written = f"{gen['objects']:,} objects, {gen['gzip_bytes'] / 2**20:,.1f} MiB gzip JSON lines"
             print(f"  {events:,} events ({gen['exposure_events']:,} exposures), {written}", flush=True)
             pipe = _run_phase(args, "pipeline")
+            local = None if args.main_only else _run_phase(args, "local")
             compacting = None if args.main_only else _run_phase(args, "compaction")
             again = None if args.main_only else _run_phase(args, "compacted")
             ducks = [_run_phase(args, "duckdb", threads=t) for t in _duck_threads(args)]
@@ -779,6 +820,8 @@ def orchestrate(args: argparse.Namespace) -> None:
             _compare(pipeline_records, json.loads(Path(work, f"duckdb-{t}.json").read_text()))
             for t in _duck_threads(args)
         ]
+        if local is not None:
+            checks.append(_compare(json.loads(Path(work, "local.json").read_text()), pipeline_records))
         if again is not None:
             checks.append(_compare(json.loads(Path(work, "compacted.json").read_text()), pipeline_records))
 
@@ -807,6 +850,18 @@ def orchestrate(args: argparse.Namespace) -> None:
         ),
         ("  DynamoDB write_day", pipe["dynamodb_s"], None, None),
     ]
+    if local is not None:
+        local_storage = local["s3_s"] + local["dynamodb_s"]
+        rows += [
+            (
+                "pipeline, raw objects local",
+                local["seconds"],
+                local["seconds"] - local_storage,
+                local["peak_mb"],
+            ),
+            ("  aggregate_day (from JSON)", local["aggregate_s"], None, None),
+            ("  analyse", local["analyse_s"], None, None),
+        ]
     if compacting is not None and again is not None:
         again_storage = again["s3_s"] + again["dynamodb_s"]
         rows += [
@@ -839,7 +894,7 @@ def orchestrate(args: argparse.Namespace) -> None:
         own_text = f"{own:>15.2f}{_rate(events, own)}" if own is not None else f"{'':>15}{'':>13}"
         peak_text = f"{peak:>9,.0f}" if peak is not None else ""
         print(f"{label:<34}{seconds:>9.2f}{_rate(events, seconds)}{own_text}{peak_text}")
-    fetch = next(d for d in ducks if d["files"])
+    fetch = next(d for d in [*ducks, local] if d and d["files"])
     print(
         f"\n(the hand-written DuckDB query reads {fetch['files']} gzip JSON-lines objects,"
         f" {fetch['parquet_bytes'] / 2**20:,.1f} MiB, from a local directory; downloading them took"
@@ -854,6 +909,12 @@ def orchestrate(args: argparse.Namespace) -> None:
         f" against the query plus its download: {pipe['seconds'] / (duck['seconds'] + fetch['fetch_s']):.2f}x"
         " (aim: within 1.3x)"
     )
+    if local is not None:
+        print(
+            f"pipeline with the raw objects local / hand-written DuckDB ({duck['threads']} threads), the same"
+            f" files: {local['seconds'] / duck['seconds']:.2f}x"
+            f" ({local['seconds']:.1f} s vs {duck['seconds']:.1f} s; aim: within 1.3x)"
+        )
     if compacting is not None and again is not None:
         ratio = f"compacted days / raw days: {again['seconds'] / pipe['seconds']:.2f}x"
         saved = pipe["seconds"] - again["seconds"]
@@ -880,6 +941,7 @@ def orchestrate(args: argparse.Namespace) -> None:
         f"{health['exposed']:,} units exposed, {health['crossover']:,} in 2+ groups"
     )
     labels = [f"DuckDB {d['threads']} thread{'s' if d['threads'] > 1 else ''}" for d in ducks]
+    labels += [] if local is None else ["objects local vs from S3"]
     labels += [] if again is None else ["compacted days vs raw days"]
     for (count, worst, problems), label in zip(checks, labels, strict=True):
         verdict = "agree" if not problems else f"DIFFER in {len(problems)} records"
