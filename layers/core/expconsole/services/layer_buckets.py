@@ -25,8 +25,7 @@ def members(layer_id: str) -> list[Doc]:
     return [e for e in dynamo.list_all(kinds.EXPERIMENT) if e.get("layerID") == layer_id]
 
 
-
-# --- placement ------------------------------------------
+# --- placement -------------------------------------------------------------------------------------------
 
 
 def claim(doc: Doc) -> int:
