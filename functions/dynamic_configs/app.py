@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged
+from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.dynamic_configs import (
+    DynamicConfig,
     DynamicConfigCreate,
     DynamicConfigEnvelope,
     DynamicConfigListEnvelope,
@@ -35,12 +36,16 @@ RULE = f"{ONE}/rule/<ruleId>"
 TAGS = ["Dynamic configs"]
 
 
-def _updated(config: dict[str, Any]) -> dict[str, Any]:
-    return ok("Dynamic config updated successfully.", config)
+def _answer(message: str, config: DynamicConfig) -> DynamicConfigEnvelope:
+    return DynamicConfigEnvelope(message=message, data=config)
 
 
-def _rules_updated(config: dict[str, Any]) -> dict[str, Any]:
-    return ok("Dynamic Config rules updated successfully.", config)
+def _updated(config: DynamicConfig) -> DynamicConfigEnvelope:
+    return _answer("Dynamic config updated successfully.", config)
+
+
+def _rules_updated(config: DynamicConfig) -> DynamicConfigEnvelope:
+    return _answer("Dynamic Config rules updated successfully.", config)
 
 
 @router.post(
@@ -49,8 +54,8 @@ def _rules_updated(config: dict[str, Any]) -> dict[str, Any]:
     summary="Create a dynamic config",
     responses=responses(201, DynamicConfigEnvelope, "Created", 409),
 )
-def create_config(body: DynamicConfigCreate) -> tuple[dict[str, Any], int]:
-    return ok("Dynamic Config created successfully.", dynamic_configs.create(body)), 201
+def create_config(body: DynamicConfigCreate) -> tuple[DynamicConfigEnvelope, int]:
+    return _answer("Dynamic Config created successfully.", dynamic_configs.create(body)), 201
 
 
 @router.get(
@@ -59,8 +64,10 @@ def create_config(body: DynamicConfigCreate) -> tuple[dict[str, Any], int]:
     summary="List dynamic configs (templates only with isTemplate=true)",
     responses=responses(200, DynamicConfigListEnvelope, "A page of dynamic configs"),
 )
-def list_configs(query: Annotated[DynamicConfigListQuery, Query()]) -> dict[str, Any]:
-    return paged("Dynamic Configs listed successfully.", dynamic_configs.list_configs(query), router)
+def list_configs(query: Annotated[DynamicConfigListQuery, Query()]) -> DynamicConfigListEnvelope:
+    page = dynamic_configs.list_configs(query)
+    listed = paged("Dynamic Configs listed successfully.", page, router)
+    return DynamicConfigListEnvelope.model_validate(listed)
 
 
 @router.get(
@@ -69,8 +76,8 @@ def list_configs(query: Annotated[DynamicConfigListQuery, Query()]) -> dict[str,
     summary="Read a dynamic config",
     responses=responses(200, DynamicConfigEnvelope, "The dynamic config", 404),
 )
-def get_config(id: str) -> dict[str, Any]:
-    return ok("Dynamic config read successfully.", dynamic_configs.get(id))
+def get_config(id: str) -> DynamicConfigEnvelope:
+    return _answer("Dynamic config read successfully.", dynamic_configs.get(id))
 
 
 @router.post(
@@ -79,7 +86,7 @@ def get_config(id: str) -> dict[str, Any]:
     summary="Fully update a dynamic config",
     responses=responses(200, DynamicConfigEnvelope, "Updated", 404, 409),
 )
-def update_config(id: str, body: DynamicConfigUpdate) -> dict[str, Any]:
+def update_config(id: str, body: DynamicConfigUpdate) -> DynamicConfigEnvelope:
     return _updated(dynamic_configs.full_update(id, body))
 
 
@@ -89,7 +96,7 @@ def update_config(id: str, body: DynamicConfigUpdate) -> dict[str, Any]:
     summary="Partially update a dynamic config",
     responses=responses(200, DynamicConfigEnvelope, "Updated", 404, 409),
 )
-def patch_config(id: str, body: DynamicConfigPatch) -> dict[str, Any]:
+def patch_config(id: str, body: DynamicConfigPatch) -> DynamicConfigEnvelope:
     return _updated(dynamic_configs.patch(id, body))
 
 
@@ -99,9 +106,9 @@ def patch_config(id: str, body: DynamicConfigPatch) -> dict[str, Any]:
     summary="Delete a dynamic config and its versions",
     responses=responses(200, Message, "Deleted", 404, 409),
 )
-def delete_config(id: str) -> dict[str, Any]:
+def delete_config(id: str) -> Message:
     dynamic_configs.delete(id)
-    return {"message": "Dynamic Config deleted successfully."}
+    return Message(message="Dynamic Config deleted successfully.")
 
 
 @router.put(
@@ -110,7 +117,7 @@ def delete_config(id: str) -> dict[str, Any]:
     summary="Enable a dynamic config",
     responses=responses(200, DynamicConfigEnvelope, "Enabled", 404, 409),
 )
-def enable_config(id: str) -> dict[str, Any]:
+def enable_config(id: str) -> DynamicConfigEnvelope:
     return _updated(dynamic_configs.enable(id))
 
 
@@ -120,7 +127,7 @@ def enable_config(id: str) -> dict[str, Any]:
     summary="Disable a dynamic config",
     responses=responses(200, DynamicConfigEnvelope, "Disabled", 404, 409),
 )
-def disable_config(id: str) -> dict[str, Any]:
+def disable_config(id: str) -> DynamicConfigEnvelope:
     return _updated(dynamic_configs.disable(id))
 
 
@@ -130,7 +137,7 @@ def disable_config(id: str) -> dict[str, Any]:
     summary="Archive a dynamic config",
     responses=responses(200, DynamicConfigEnvelope, "Archived", 404, 409),
 )
-def archive_config(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+def archive_config(id: str, body: ArchiveBody | None = None) -> DynamicConfigEnvelope:
     body = body or ArchiveBody()
     return _updated(dynamic_configs.archive(id, body.forceArchive, body.archiveReason))
 
@@ -141,7 +148,7 @@ def archive_config(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
     summary="Unarchive a dynamic config",
     responses=responses(200, DynamicConfigEnvelope, "Unarchived", 404, 409),
 )
-def unarchive_config(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]:
+def unarchive_config(id: str, body: UnarchiveBody | None = None) -> DynamicConfigEnvelope:
     return _updated(dynamic_configs.unarchive(id))
 
 
@@ -151,11 +158,10 @@ def unarchive_config(id: str, body: UnarchiveBody | None = None) -> dict[str, An
     summary="List a dynamic config's versions, newest first",
     responses=responses(200, DynamicConfigListEnvelope, "Versions", 404),
 )
-def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    return paged(
-        "Dynamic Config versions listed successfully.",
-        dynamic_configs.versions(id, query.page, query.limit),
-        router,
+def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> DynamicConfigListEnvelope:
+    page = dynamic_configs.versions(id, query.page, query.limit)
+    return DynamicConfigListEnvelope.model_validate(
+        paged("Dynamic Config versions listed successfully.", page, router)
     )
 
 
@@ -165,8 +171,10 @@ def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, An
     summary="Read a dynamic config's rules",
     responses=responses(200, DynamicConfigRulesEnvelope, "The rules, as `[{rules}]`", 404),
 )
-def get_rules(id: str) -> dict[str, Any]:
-    return paged("Dynamic Config rules read successfully.", dynamic_configs.get_rules(id), router)
+def get_rules(id: str) -> DynamicConfigRulesEnvelope:
+    page = dynamic_configs.get_rules(id)
+    listed = paged("Dynamic Config rules read successfully.", page, router)
+    return DynamicConfigRulesEnvelope.model_validate(listed)
 
 
 @router.post(
@@ -175,8 +183,9 @@ def get_rules(id: str) -> dict[str, Any]:
     summary="Add one rule",
     responses=responses(200, DynamicConfigEnvelope, "Rule added", 404, 409),
 )
-def add_rule(id: str, body: DynamicConfigRule) -> dict[str, Any]:
-    return ok("Dynamic Config rules added successfully.", dynamic_configs.add_rules(id, [body], one=True))
+def add_rule(id: str, body: DynamicConfigRule) -> DynamicConfigEnvelope:
+    config = dynamic_configs.add_rules(id, [body], one=True)
+    return _answer("Dynamic Config rules added successfully.", config)
 
 
 @router.post(
@@ -185,8 +194,8 @@ def add_rule(id: str, body: DynamicConfigRule) -> dict[str, Any]:
     summary="Add several rules",
     responses=responses(200, DynamicConfigEnvelope, "Rules added", 404, 409),
 )
-def add_rules(id: str, body: DynamicConfigRulesAdd) -> dict[str, Any]:
-    return ok("Dynamic Config rules added successfully.", dynamic_configs.add_rules(id, body.rules))
+def add_rules(id: str, body: DynamicConfigRulesAdd) -> DynamicConfigEnvelope:
+    return _answer("Dynamic Config rules added successfully.", dynamic_configs.add_rules(id, body.rules))
 
 
 @router.patch(
@@ -195,7 +204,7 @@ def add_rules(id: str, body: DynamicConfigRulesAdd) -> dict[str, Any]:
     summary="Update listed rules by id",
     responses=responses(200, DynamicConfigEnvelope, "Rules updated", 404, 409),
 )
-def update_rules(id: str, body: DynamicConfigRulesUpdate) -> dict[str, Any]:
+def update_rules(id: str, body: DynamicConfigRulesUpdate) -> DynamicConfigEnvelope:
     return _rules_updated(dynamic_configs.update_rules(id, body.rules))
 
 
@@ -205,8 +214,9 @@ def update_rules(id: str, body: DynamicConfigRulesUpdate) -> dict[str, Any]:
     summary="Read one rule",
     responses=responses(200, DynamicConfigRuleEnvelope, "The rule", 404),
 )
-def get_rule(id: str, ruleId: str) -> dict[str, Any]:
-    return ok("Dynamic Config rules read successfully.", dynamic_configs.get_rule(id, ruleId))
+def get_rule(id: str, ruleId: str) -> DynamicConfigRuleEnvelope:
+    rule = dynamic_configs.get_rule(id, ruleId)
+    return DynamicConfigRuleEnvelope(message="Dynamic Config rules read successfully.", data=rule)
 
 
 @router.patch(
@@ -215,7 +225,7 @@ def get_rule(id: str, ruleId: str) -> dict[str, Any]:
     summary="Update one rule",
     responses=responses(200, DynamicConfigEnvelope, "Rule updated", 404, 409),
 )
-def update_rule(id: str, ruleId: str, body: DynamicConfigRulePatch) -> dict[str, Any]:
+def update_rule(id: str, ruleId: str, body: DynamicConfigRulePatch) -> DynamicConfigEnvelope:
     return _rules_updated(dynamic_configs.update_rule(id, ruleId, body))
 
 
@@ -225,8 +235,8 @@ def update_rule(id: str, ruleId: str, body: DynamicConfigRulePatch) -> dict[str,
     summary="Delete one rule",
     responses=responses(200, DynamicConfigEnvelope, "Rule deleted", 404, 409),
 )
-def delete_rule(id: str, ruleId: str) -> dict[str, Any]:
-    return ok("Dynamic Config rule deleted successfully.", dynamic_configs.delete_rule(id, ruleId))
+def delete_rule(id: str, ruleId: str) -> DynamicConfigEnvelope:
+    return _answer("Dynamic Config rule deleted successfully.", dynamic_configs.delete_rule(id, ruleId))
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged
+from expconsole.api.envelope import paged
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
 from expconsole.models.holdouts import (
+    Holdout,
     HoldoutCreate,
     HoldoutEnvelope,
     HoldoutListEnvelope,
@@ -27,15 +28,15 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Holdouts"]
 
 
-def _updated(holdout: dict[str, Any]) -> dict[str, Any]:
-    return ok("Holdout updated successfully.", holdout)
+def _updated(holdout: Holdout) -> HoldoutEnvelope:
+    return HoldoutEnvelope(message="Holdout updated successfully.", data=holdout)
 
 
 @router.post(
     BASE, tags=TAGS, summary="Create a holdout", responses=responses(201, HoldoutEnvelope, "Created", 409)
 )
-def create_holdout(body: HoldoutCreate) -> tuple[dict[str, Any], int]:
-    return ok("Holdout created successfully.", holdouts.create(body)), 201
+def create_holdout(body: HoldoutCreate) -> tuple[HoldoutEnvelope, int]:
+    return HoldoutEnvelope(message="Holdout created successfully.", data=holdouts.create(body)), 201
 
 
 @router.get(
@@ -44,15 +45,16 @@ def create_holdout(body: HoldoutCreate) -> tuple[dict[str, Any], int]:
     summary="List holdouts",
     responses=responses(200, HoldoutListEnvelope, "A page of holdouts"),
 )
-def list_holdouts(query: Annotated[HoldoutListQuery, Query()]) -> dict[str, Any]:
-    return paged("Holdouts listed successfully.", holdouts.list_holdouts(query), router)
+def list_holdouts(query: Annotated[HoldoutListQuery, Query()]) -> HoldoutListEnvelope:
+    page = holdouts.list_holdouts(query)
+    return HoldoutListEnvelope.model_validate(paged("Holdouts listed successfully.", page, router))
 
 
 @router.get(
     ONE, tags=TAGS, summary="Read a holdout", responses=responses(200, HoldoutEnvelope, "The holdout", 404)
 )
-def get_holdout(id: str) -> dict[str, Any]:
-    return ok("Holdout read successfully.", holdouts.get(id))
+def get_holdout(id: str) -> HoldoutEnvelope:
+    return HoldoutEnvelope(message="Holdout read successfully.", data=holdouts.get(id))
 
 
 @router.post(
@@ -61,7 +63,7 @@ def get_holdout(id: str) -> dict[str, Any]:
     summary="Fully update a holdout",
     responses=responses(200, HoldoutEnvelope, "Updated", 404, 409),
 )
-def update_holdout(id: str, body: HoldoutUpdate) -> dict[str, Any]:
+def update_holdout(id: str, body: HoldoutUpdate) -> HoldoutEnvelope:
     return _updated(holdouts.full_update(id, body))
 
 
@@ -71,7 +73,7 @@ def update_holdout(id: str, body: HoldoutUpdate) -> dict[str, Any]:
     summary="Partially update a holdout",
     responses=responses(200, HoldoutEnvelope, "Updated", 404, 409),
 )
-def patch_holdout(id: str, body: HoldoutPatch) -> dict[str, Any]:
+def patch_holdout(id: str, body: HoldoutPatch) -> HoldoutEnvelope:
     return _updated(holdouts.patch(id, body))
 
 
@@ -81,9 +83,9 @@ def patch_holdout(id: str, body: HoldoutPatch) -> dict[str, Any]:
     summary="Delete a holdout (its experiments leave it)",
     responses=responses(200, Message, "Deleted", 404, 409),
 )
-def delete_holdout(id: str) -> dict[str, Any]:
+def delete_holdout(id: str) -> Message:
     holdouts.delete(id)
-    return {"message": "Holdout deleted successfully."}
+    return Message(message="Holdout deleted successfully.")
 
 
 @router.put(
@@ -92,7 +94,7 @@ def delete_holdout(id: str) -> dict[str, Any]:
     summary="Archive a holdout (its experiments leave it)",
     responses=responses(200, HoldoutEnvelope, "Archived", 404, 409),
 )
-def archive_holdout(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
+def archive_holdout(id: str, body: ArchiveBody | None = None) -> HoldoutEnvelope:
     body = body or ArchiveBody()
     return _updated(holdouts.archive(id, body.archiveReason))
 
@@ -103,7 +105,7 @@ def archive_holdout(id: str, body: ArchiveBody | None = None) -> dict[str, Any]:
     summary="Unarchive a holdout",
     responses=responses(200, HoldoutEnvelope, "Unarchived", 404, 409),
 )
-def unarchive_holdout(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]:
+def unarchive_holdout(id: str, body: UnarchiveBody | None = None) -> HoldoutEnvelope:
     return _updated(holdouts.unarchive(id))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -10,11 +10,12 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged, warned
+from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
 from expconsole.models.common import Message
 from expconsole.models.list_envelopes import AnyListEnvelope
 from expconsole.models.metrics import (
+    Metric,
     MetricCreate,
     MetricEnvelope,
     MetricExperimentsQuery,
@@ -48,22 +49,32 @@ def _metric_id(raw: str) -> str:
         },
     },
 )
-def create_metric(body: MetricCreate) -> tuple[dict[str, Any], int]:
+def create_metric(body: MetricCreate) -> tuple[MetricEnvelope, int]:
     metric = metrics.create(body)
-    warnings = event_names.metric_warnings(metric)
     if body.dryRun:
-        return warned("Metric validated successfully (dry run: nothing was stored).", metric, warnings), 200
-    return warned("Metric created successfully.", metric, warnings), 201
+        return _warned("Metric validated successfully (dry run: nothing was stored).", metric), 200
+    return _warned("Metric created successfully.", metric), 201
 
 
-def _list(query: MetricListQuery) -> dict[str, Any]:
-    return paged("Metrics listed successfully.", metrics.list_metrics(query), router)
+def _warned(message: str, metric: Metric) -> MetricEnvelope:
+    """The metric with a warning for each event it names that was never logged."""
+    warnings = event_names.metric_warnings(metric.model_dump(mode="json"))
+    return MetricEnvelope.model_validate({"message": message, "data": metric, "warnings": warnings})
+
+
+def _answer(message: str, metric: Metric) -> MetricEnvelope:
+    return MetricEnvelope(message=message, data=metric)
+
+
+def _list(query: MetricListQuery) -> MetricListEnvelope:
+    page = metrics.list_metrics(query)
+    return MetricListEnvelope.model_validate(paged("Metrics listed successfully.", page, router))
 
 
 @router.get(
     BASE, tags=TAGS, summary="List metrics", responses=responses(200, MetricListEnvelope, "A page of metrics")
 )
-def list_metrics(query: Annotated[MetricListQuery, Query()]) -> dict[str, Any]:
+def list_metrics(query: Annotated[MetricListQuery, Query()]) -> MetricListEnvelope:
     return _list(query)
 
 
@@ -73,7 +84,7 @@ def list_metrics(query: Annotated[MetricListQuery, Query()]) -> dict[str, Any]:
     summary="List metrics (the peer's path)",
     responses=responses(200, MetricListEnvelope, "A page of metrics"),
 )
-def list_metrics_alias(query: Annotated[MetricListQuery, Query()]) -> dict[str, Any]:
+def list_metrics_alias(query: Annotated[MetricListQuery, Query()]) -> MetricListEnvelope:
     return _list(query)
 
 
@@ -83,8 +94,8 @@ def list_metrics_alias(query: Annotated[MetricListQuery, Query()]) -> dict[str, 
     summary="Read a metric by id (`<name>::<type>`; built-ins included)",
     responses=responses(200, MetricEnvelope, "The metric", 404),
 )
-def get_metric(id: str) -> dict[str, Any]:
-    return ok("Metric read successfully.", metrics.get(_metric_id(id)))
+def get_metric(id: str) -> MetricEnvelope:
+    return _answer("Metric read successfully.", metrics.get(_metric_id(id)))
 
 
 @router.post(
@@ -93,12 +104,11 @@ def get_metric(id: str) -> dict[str, Any]:
     summary="Update a metric (name and type cannot change)",
     responses=responses(200, MetricEnvelope, "Updated", 404, 409),
 )
-def update_metric(id: str, body: MetricUpdate) -> dict[str, Any]:
+def update_metric(id: str, body: MetricUpdate) -> MetricEnvelope:
     metric = metrics.update(_metric_id(id), body)
-    warnings = event_names.metric_warnings(metric)
     if body.dryRun:
-        return warned("Metric update validated successfully (dry run: nothing was stored).", metric, warnings)
-    return warned("Metric updated successfully.", metric, warnings)
+        return _warned("Metric update validated successfully (dry run: nothing was stored).", metric)
+    return _warned("Metric updated successfully.", metric)
 
 
 @router.delete(
@@ -107,9 +117,9 @@ def update_metric(id: str, body: MetricUpdate) -> dict[str, Any]:
     summary="Delete a metric no experiment or metric uses",
     responses=responses(200, Message, "Deleted", 404, 409),
 )
-def delete_metric(id: str) -> dict[str, Any]:
+def delete_metric(id: str) -> Message:
     metrics.delete(_metric_id(id))
-    return {"message": "Metric deleted successfully."}
+    return Message(message="Metric deleted successfully.")
 
 
 @router.get(
@@ -118,12 +128,9 @@ def delete_metric(id: str) -> dict[str, Any]:
     summary="List a metric's versions, newest first",
     responses=responses(200, MetricListEnvelope, "Versions", 404),
 )
-def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    return paged(
-        "Metric versions listed successfully.",
-        metrics.versions(_metric_id(id), query.page, query.limit),
-        router,
-    )
+def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> MetricListEnvelope:
+    page = metrics.versions(_metric_id(id), query.page, query.limit)
+    return MetricListEnvelope.model_validate(paged("Metric versions listed successfully.", page, router))
 
 
 @router.put(
@@ -132,8 +139,8 @@ def list_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, An
     summary="Schedule a metric's archive (takes effect after a grace period)",
     responses=responses(200, MetricEnvelope, "Archive scheduled", 404, 409),
 )
-def schedule_archive(id: str) -> dict[str, Any]:
-    return ok("Metric archive scheduled successfully.", metrics.schedule_archive(_metric_id(id)))
+def schedule_archive(id: str) -> MetricEnvelope:
+    return _answer("Metric archive scheduled successfully.", metrics.schedule_archive(_metric_id(id)))
 
 
 @router.put(
@@ -142,8 +149,8 @@ def schedule_archive(id: str) -> dict[str, Any]:
     summary="Cancel a scheduled archive",
     responses=responses(200, MetricEnvelope, "Archive cancelled", 404, 409),
 )
-def cancel_archive(id: str) -> dict[str, Any]:
-    return ok("Metric archival cancelled successfully.", metrics.cancel_archive(_metric_id(id)))
+def cancel_archive(id: str) -> MetricEnvelope:
+    return _answer("Metric archival cancelled successfully.", metrics.cancel_archive(_metric_id(id)))
 
 
 @router.put(
@@ -152,8 +159,8 @@ def cancel_archive(id: str) -> dict[str, Any]:
     summary="Unarchive an archived metric",
     responses=responses(200, MetricEnvelope, "Unarchived", 404, 409),
 )
-def unarchive(id: str) -> dict[str, Any]:
-    return ok("Metric unarchived successfully.", metrics.unarchive(_metric_id(id)))
+def unarchive(id: str) -> MetricEnvelope:
+    return _answer("Metric unarchived successfully.", metrics.unarchive(_metric_id(id)))
 
 
 @router.get(
@@ -162,12 +169,12 @@ def unarchive(id: str) -> dict[str, Any]:
     summary="Experiments that use a metric",
     responses=responses(200, AnyListEnvelope, "Experiments using the metric", 404),
 )
-def list_experiments(id: str, query: Annotated[MetricExperimentsQuery, Query()]) -> dict[str, Any]:
+def list_experiments(id: str, query: Annotated[MetricExperimentsQuery, Query()]) -> AnyListEnvelope:
     # Imported here: only this route needs the experiment models in the metrics function.
     from expconsole.services import experiments
 
     page = metrics.list_experiments(_metric_id(id), query, experiments.present)
-    return paged("Experiments listed successfully.", page, router)
+    return AnyListEnvelope.model_validate(paged("Experiments listed successfully.", page, router))
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -1,9 +1,14 @@
-"""Dynamic configs: request bodies, the list query and the response shape.
+"""Dynamic configs: request bodies, the list query, the stored config and the response shape.
 
 A dynamic config is a gate whose rules return values: rules reuse the gate's `RuleFields` and
 `RulePatch` and add `returnValue` / `returnValueJson5` and `variants`. Values and schema are
 checked by the service (`expconsole.services.json_values`), which needs JSON5 and JSON Schema;
 these models check only their shape, so validating a request stays cheap.
+
+A config's fields are declared once, in `DynamicConfigFields`, in the order the table holds them:
+the stored config (`StoredDynamicConfig`) adds its archive state; the answer (`DynamicConfig`)
+adds `status` and `permalink` after them, answers `targetApps` as one comma-separated string and
+leaves out the optional fields the table holds as null, as the API has always answered them.
 """
 
 from typing import Annotated, Any, Literal
@@ -23,6 +28,7 @@ from expconsole.models.base import (
 from expconsole.models.common import Owner, OwnerIn
 from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RuleFields, RuleOut, RulePatch, _percentage
+from expconsole.models.stored import ArchiveState, StoredModel
 
 MAX_TEXT_CHARS = 100_000  # kept equal to json_values.MAX_TEXT_CHARS (not imported: it is lazy)
 MAX_RULES = 500
@@ -231,6 +237,12 @@ class DynamicConfigListQuery(PageQuery):
     tags: list[str] | None = Field(None, description="Configs carrying any of these tags.")
 
 
+def _absent(value: object) -> bool:
+    """`exclude_if` of the keys answered only when set: a rule without variants stores no
+    `variants` key, and an answer leaves out the optional fields a config stores as null."""
+    return value is None
+
+
 class VariantOut(ResponseModel):
     id: str
     name: str
@@ -239,35 +251,36 @@ class VariantOut(ResponseModel):
     returnValueJson5: str
 
 
+# A rule as stored and answered: the rule's keys, its rollouts, then its value and variants
+# (services.dynamic_configs). (A docstring would become the schema's description.)
 class DynamicConfigRuleOut(RuleOut):
     returnValue: dict[str, Any]
     returnValueJson5: str
-    variants: list[VariantOut] | None = None
+    variants: list[VariantOut] | None = Field(None, exclude_if=_absent)
 
 
-class DynamicConfig(ResponseModel):
+class DynamicConfigFields(ResponseModel):
+    """What a dynamic config stores and answers alike, in the order it stores them."""
+
     id: str
     name: str
     description: str
     idType: str
     isEnabled: bool
-    status: ConfigStatus
     rules: list[DynamicConfigRuleOut]
     defaultValue: dict[str, Any]
     defaultValueJson5: str
-    schema_: str | None = Field(None, alias="schema", description="Left out when the config has none.")
-    schemaJson5: str | None = None
-    releasePipelineID: str | None = None
+    schema_: str | None = Field(alias="schema")
+    schemaJson5: str | None
+    releasePipelineID: str | None
     isTemplate: bool
     checksPerHour: Number
     tags: list[str]
-    targetApps: str = Field(description="App names, comma-separated.")
+    targetApps: list[str]
     holdoutIDs: list[str]
-    team: str | None = None
-    teamID: str | None = None
+    team: str | None
+    teamID: str | None
     owner: Owner
-    version: int
-    permalink: str
     creatorID: str | None
     creatorName: str
     creatorEmail: str | None
@@ -276,6 +289,31 @@ class DynamicConfig(ResponseModel):
     lastModifierName: str | None
     lastModifierEmail: str | None
     lastModifiedTime: int
+    version: int
+
+
+class StoredDynamicConfig(StoredModel, DynamicConfigFields):
+    """A dynamic config as the table holds it: its fields (the optional ones null when unset)
+    plus its archive state, never answered as such. An item without `_state` reads as not
+    archived, and is written back without it unless a change sets it."""
+
+    state: ArchiveState = Field(default_factory=ArchiveState, alias="_state")
+
+
+# A dynamic config as the API answers it: the stored fields, where they are stored, except that
+# `targetApps` is one comma-separated string and the optional fields are left out when unset;
+# then those derived on every read. (A docstring would become the schema's description.)
+class DynamicConfig(DynamicConfigFields):
+    schema_: str | None = Field(
+        None, alias="schema", exclude_if=_absent, description="Left out when the config has none."
+    )
+    schemaJson5: str | None = Field(None, exclude_if=_absent)
+    releasePipelineID: str | None = Field(None, exclude_if=_absent)
+    targetApps: str = Field(description="App names, comma-separated.")  # type: ignore[assignment]
+    team: str | None = Field(None, exclude_if=_absent)
+    teamID: str | None = Field(None, exclude_if=_absent)
+    status: ConfigStatus
+    permalink: str
 
 
 class DynamicConfigEnvelope(ResponseModel):

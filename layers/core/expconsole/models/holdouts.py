@@ -1,10 +1,14 @@
-"""Holdouts: request bodies, the list query and the response shape.
+"""Holdouts: request bodies, the list query, the stored holdout and the response shape.
 
 Limits are the contract's where it gives them (`passPercentage` 0 to 100, names and
 descriptions as for experiments) and the peer's otherwise (name pattern, required fields of the
 full update). `experimentIDs` holds at most 49 ids: a holdout and every experiment it holds
 change in one DynamoDB transaction (at most 50 entities), so that deleting or archiving it can
 detach them all at once.
+
+A holdout's fields are declared once, in `HoldoutFields`, in the order the table holds them: the
+stored holdout (`StoredHoldout`) adds its archive state, the answer (`Holdout`) adds `isArchived`
+and `permalink` after them, as the API has always answered them.
 """
 
 from typing import Annotated, Any
@@ -23,6 +27,7 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import MetricRef, Owner, OwnerIn
 from expconsole.models.pagination import PageQuery, Pagination
+from expconsole.models.stored import ArchiveState, StoredModel
 
 MAX_EXPERIMENTS = 49  # + the holdout itself = 50 entities, one transaction (store.dynamo)
 MAX_GATES = 100
@@ -149,14 +154,15 @@ class HoldoutListQuery(PageQuery):
     includeArchived: QueryBool = Field(False, description="Archived holdouts are listed only when asked for.")
 
 
-class Holdout(ResponseModel):
+class HoldoutFields(ResponseModel):
+    """What a holdout stores and answers alike, in the order it stores them."""
+
     id: str
     name: str
     description: str
     idType: str
     isEnabled: bool
     isGlobal: bool
-    isArchived: bool
     passPercentage: Number
     gateIDs: list[str]
     experimentIDs: list[str]
@@ -168,8 +174,6 @@ class Holdout(ResponseModel):
     teamID: str | None
     monitoringMetrics: list[dict[str, Any]]
     owner: Owner
-    version: int
-    permalink: str
     creatorID: str | None
     creatorName: str
     creatorEmail: str | None
@@ -178,6 +182,25 @@ class Holdout(ResponseModel):
     lastModifierName: str | None
     lastModifierEmail: str | None
     lastModifiedTime: int
+    version: int
+
+
+class StoredHoldout(StoredModel, HoldoutFields):
+    """A holdout as the table holds it: its fields plus its archive state, never answered as such.
+
+    An item without `_state` reads as not archived, and is written back without it unless a
+    change sets it.
+    """
+
+    state: ArchiveState = Field(default_factory=ArchiveState, alias="_state")
+
+
+# A holdout as the API answers it: the stored fields, then the two it derives on every read
+# (whether it is archived, as services.common.lifecycle reads it, and its permalink). (A docstring
+# would become the schema's description in openapi.json.)
+class Holdout(HoldoutFields):
+    isArchived: bool
+    permalink: str
 
 
 class HoldoutEnvelope(ResponseModel):

@@ -1,4 +1,5 @@
-"""Metrics: request bodies, list queries, the response shape and the definition rules per type.
+"""Metrics: request bodies, list queries, the stored metric, the response shape and the
+definition rules per type.
 
 A metric is identified by `<name>::<type>`; the name has 4 to 200 characters (letters, digits,
 space and `_ . - ( ) / % :`, as the peer allows). Its definition is one of three kinds, fixed by
@@ -39,14 +40,21 @@ exposure, >= 0); the custom bounds are refused with any other window.
 Type-independent rules live in field validators (so errors carry the field's path); the
 rules that depend on the metric type are `definition_errors`, a pure function the service
 runs on the definition a create or update would store.
+
+A metric's fields are declared once, in parts (`_MetricHead`, `_MetricDefinition`, ...) that
+`MetricFields` (what it stores, in the order a create stores them) and `Metric` (the answer, the
+fields derived on every read among them, in the order the API has always answered them) both list;
+the stored metric (`StoredMetric`) adds its archive schedule and writes its keys back in the order
+its item held them.
 """
 
 import math
 import re
+from collections.abc import Mapping
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, StringConstraints, ValidationInfo, field_validator
 
 from expconsole.models.base import (
     Description,
@@ -59,6 +67,7 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import EventWarning, MetricRef
 from expconsole.models.pagination import PageQuery, Pagination
+from expconsole.models.stored import StoredModel
 
 MetricType = Literal[
     "sum",
@@ -556,7 +565,12 @@ class Lineage(ResponseModel):
     metrics: list[str] = Field(description="Ids (`<name>::<type>`) of the metrics this one is built on.")
 
 
-class Metric(ResponseModel):
+def _absent(value: object) -> bool:
+    """`exclude_if` of the definition fields: a metric stores (and answers) only its type's own."""
+    return value is None
+
+
+class _MetricHead(ResponseModel):
     id: str
     name: str
     type: MetricType
@@ -568,23 +582,28 @@ class Metric(ResponseModel):
     isVerified: bool
     tags: list[str]
     unitTypes: list[str]
-    lineage: Lineage
-    metricEvents: list[dict[str, Any]] | None = None
-    metricComponentMetrics: list[dict[str, str]] | None = None
-    funnelEventList: list[dict[str, str]] | None = None
-    funnelCountDistinct: Literal["events", "users"] | None = None
-    rollupTimeWindow: str | None = None
-    customRollUpStart: Number | None = None
-    customRollUpEnd: Number | None = None
+
+
+class _MetricDefinition(ResponseModel):
+    """The definition fields (`normalized_definition`), in its order; those a type does not use
+    are absent, not null."""
+
+    metricEvents: list[dict[str, Any]] | None = Field(None, exclude_if=_absent)
+    metricComponentMetrics: list[dict[str, str]] | None = Field(None, exclude_if=_absent)
+    funnelEventList: list[dict[str, str]] | None = Field(None, exclude_if=_absent)
+    funnelCountDistinct: Literal["events", "users"] | None = Field(None, exclude_if=_absent)
+    rollupTimeWindow: str | None = Field(None, exclude_if=_absent)
+    customRollUpStart: Number | None = Field(None, exclude_if=_absent)
+    customRollUpEnd: Number | None = Field(None, exclude_if=_absent)
+
+
+class _MetricOwnership(ResponseModel):
     team: str | None
     teamID: str | None
     owner: MetricOwner
-    isArchived: bool
-    scheduledArchiveTime: int | None = Field(
-        description="When a scheduled archive takes (or took) effect; null when none is scheduled."
-    )
-    version: int
-    permalink: str
+
+
+class _MetricHistory(ResponseModel):
     creatorID: str | None
     creatorName: str
     creatorEmail: str | None
@@ -595,11 +614,89 @@ class Metric(ResponseModel):
     lastModifiedTime: int
 
 
+class _MetricVersion(ResponseModel):
+    version: int
+
+
+class _MetricLineage(ResponseModel):
+    lineage: Lineage
+
+
+class _MetricArchive(ResponseModel):
+    isArchived: bool
+    scheduledArchiveTime: int | None = Field(
+        description="When a scheduled archive takes (or took) effect; null when none is scheduled."
+    )
+
+
+class _MetricPermalink(ResponseModel):
+    permalink: str
+
+
+# Pydantic orders fields from the last base to the first.
+class MetricFields(_MetricVersion, _MetricHistory, _MetricOwnership, _MetricDefinition, _MetricHead):
+    """What a metric stores and answers alike, in the order a create stores them."""
+
+
+class MetricState(StoredModel):
+    """A metric's `_state`: when its archive takes (or took) effect, null when none is scheduled."""
+
+    scheduledArchiveTime: int | None = None
+
+
+class StoredMetric(StoredModel, MetricFields):
+    """A metric as the table holds it: its fields plus its archive schedule, never answered as such.
+
+    Its keys are written back in the order the item held them (keys set since, after them): a
+    changed definition is stored after every other key (`set_definition`), as the service has
+    always stored it, so the order of an item's keys depends on its history.
+    """
+
+    state: MetricState = Field(default_factory=MetricState, alias="_state")
+    _order: list[str] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def read(cls, doc: Mapping[str, Any]) -> Self:
+        metric = super().read(doc)
+        metric._order = list(doc)
+        return metric
+
+    def doc(self) -> dict[str, Any]:
+        written = super().doc()
+        return {**{key: written[key] for key in self._order if key in written}, **written}
+
+    def set_definition(self, definition: Mapping[str, Any]) -> None:
+        """Replace the definition fields by `definition` (`normalized_definition`'s), written after
+        every key the item holds."""
+        names = (*DEFINITION_FIELDS, *ROLLUP_FIELDS)
+        self._order = [key for key in self._order if key not in names]
+        for name in names:
+            setattr(self, name, definition.get(name))
+
+
+# A metric as the API answers it: the stored fields with the derived ones among them, in the order
+# the API has always answered them (pydantic orders fields from the last base to the first). (A
+# docstring would become the schema's description in openapi.json.)
+class Metric(
+    _MetricHistory,
+    _MetricPermalink,
+    _MetricVersion,
+    _MetricArchive,
+    _MetricOwnership,
+    _MetricDefinition,
+    _MetricLineage,
+    _MetricHead,
+):
+    pass
+
+
 class MetricEnvelope(ResponseModel):
     message: str
     data: Metric
     warnings: list[EventWarning] | None = Field(
-        None, description="On create and update: events named that were never logged (typos?)."
+        None,
+        exclude_if=_absent,
+        description="On create and update: events named that were never logged (typos?).",
     )
 
 

@@ -47,20 +47,27 @@ Rules chosen where the contract is silent (see also `json_values` for the value 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from expconsole import kinds
 from expconsole.errors import Invalid, NotFound, TooLarge
+from expconsole.models.common import Owner
 from expconsole.models.dynamic_configs import (
+    DynamicConfig,
     DynamicConfigCreate,
+    DynamicConfigFields,
     DynamicConfigListQuery,
     DynamicConfigPatch,
     DynamicConfigRule,
+    DynamicConfigRuleOut,
     DynamicConfigRulePatch,
     DynamicConfigUpdate,
+    RulesOfConfig,
+    StoredDynamicConfig,
 )
 from expconsole.models.pagination import DEFAULT_LIMIT, Page, page_of
+from expconsole.models.stored import ArchiveState
 from expconsole.services import entities, json_values
 from expconsole.services.common import lifecycle, size
 from expconsole.services.common import patch as partial
@@ -70,8 +77,6 @@ from expconsole.store import dynamo
 
 KIND = kinds.DYNAMIC_CONFIG
 MAX_STORED_BYTES = size.MAX_STORED_BYTES
-# Answered only when set (the contract types them as plain strings, not "or null").
-OPTIONAL_FIELDS = ("schema", "schemaJson5", "releasePipelineID", "team", "teamID")
 VALUE_KEYS = ("returnValue", "returnValueJson5", "variants")
 _UNSENT = object()
 _RULE_OPTIONAL = ("completedAutomatedRollouts", "pendingAutomatedRollouts")
@@ -86,15 +91,17 @@ def status_of(doc: Doc) -> str:
     return "Enabled" if doc["isEnabled"] else "Disabled"
 
 
-def present(doc: Doc) -> Doc:
-    """The config as the API returns it: stored fields plus the derived ones."""
-    out = entities.public(doc)
-    for key in OPTIONAL_FIELDS:
-        if out.get(key) is None:
-            out.pop(key, None)
-    out["targetApps"] = ",".join(doc.get("targetApps") or [])
-    out.update(status=status_of(doc), permalink=entities.permalink(KIND, doc["id"]))
-    return out
+def present(doc: Doc) -> DynamicConfig:
+    """The config as the API returns it: stored fields plus the derived ones (the optional fields
+    answered only when set, `targetApps` as one string: models.dynamic_configs)."""
+    return DynamicConfig.model_validate(
+        {
+            **entities.public(doc),
+            "targetApps": ",".join(doc.get("targetApps") or []),
+            "status": status_of(doc),
+            "permalink": entities.permalink(KIND, doc["id"]),
+        }
+    )
 
 
 # --- values and rules ---------------------------------------------------------------------------
@@ -181,18 +188,27 @@ def _rule_sites(rule: Doc, where: str) -> Iterator[tuple[str, Any]]:
         yield f"{p}variants[{index}].returnValue", variant["returnValue"]
 
 
-def _all_sites(doc: Doc) -> Iterator[tuple[str, Any]]:
-    yield "defaultValue", doc["defaultValue"]
-    for index, rule in enumerate(doc["rules"]):
+def _all_sites(config: StoredDynamicConfig, rules: list[Doc]) -> Iterator[tuple[str, Any]]:
+    yield "defaultValue", config.defaultValue
+    for index, rule in enumerate(rules):
         yield from _rule_sites(rule, f"rules[{index}]")
 
 
-def _validate(doc: Doc, sites: Iterable[tuple[str, Any]]) -> None:
+def _validate(config: StoredDynamicConfig, sites: Iterable[tuple[str, Any]]) -> None:
     """Values against the config's schema, if it has one."""
-    if doc.get("schema") is None:
+    if config.schema_ is None:
         return
-    validator = json_values.compile_schema(json.loads(doc["schema"]))
+    validator = json_values.compile_schema(json.loads(config.schema_))
     json_values.validate_all(validator, sites)
+
+
+def _rule_docs(config: StoredDynamicConfig) -> list[Doc]:
+    """The config's rules as stored, the shape the rule functions above work on."""
+    return [rule.model_dump(mode="json", exclude_unset=True) for rule in config.rules]
+
+
+def _set_rules(config: StoredDynamicConfig, rules: list[Doc]) -> None:
+    config.set_fields({"rules": rules})
 
 
 def _rule_texts(rules: Iterable[DynamicConfigRule | DynamicConfigRulePatch] | None) -> Iterator[str | None]:
@@ -212,8 +228,8 @@ def _check_text_budget(texts: Iterable[str | None]) -> None:
         )
 
 
-def _check_size(doc: Doc) -> None:
-    size.check_stored_size(doc, "dynamic config", "Shorten its values, schema or rules.")
+def _check_size(config: StoredDynamicConfig) -> None:
+    size.check_stored_size(config.doc(), "dynamic config", "Shorten its values, schema or rules.")
 
 
 def _resolve_schema(schema: Any, schema_json5: Any) -> tuple[str | None, str | None]:
@@ -235,7 +251,23 @@ def _resolve_schema(schema: Any, schema_json5: Any) -> tuple[str | None, str | N
 # --- create, read, list ---------------------------------------------------------------------------
 
 
-def create(body: DynamicConfigCreate) -> Doc:
+# Create fields stored as sent; the others are stored as `create` derives them.
+_STORED_AS_SENT = frozenset(
+    DynamicConfigCreate.model_fields.keys() & DynamicConfigFields.model_fields.keys()
+) - {
+    "id",
+    "rules",
+    "defaultValue",
+    "defaultValueJson5",
+    "schema_",
+    "schemaJson5",
+    "owner",
+    "creatorID",
+    "creatorEmail",
+}
+
+
+def create(body: DynamicConfigCreate) -> DynamicConfig:
     config_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(config_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
@@ -249,35 +281,27 @@ def create(body: DynamicConfigCreate) -> Doc:
     _check_references((f"rules[{i}]", r) for i, r in enumerate(rules))
     if body.releasePipelineID:
         entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
-    doc: Doc = {
-        "id": config_id,
-        "name": body.name,
-        "description": body.description,
-        "idType": body.idType,
-        "isEnabled": body.isEnabled,
-        "rules": rules,
-        "defaultValue": default[0],
-        "defaultValueJson5": default[1],
-        "schema": schema,
-        "schemaJson5": schema_json5,
-        "releasePipelineID": body.releasePipelineID,
-        "isTemplate": body.isTemplate,
-        "checksPerHour": 0,
-        "tags": body.tags,
-        "targetApps": body.targetApps,
-        "holdoutIDs": [],
-        "team": body.team,
-        "teamID": body.teamID,
-        "owner": entities.owner_for(body.owner.model_dump(mode="json") if body.owner else None),
+    data = body.model_dump(mode="json")
+    config = StoredDynamicConfig(
+        **{field: data[field] for field in _STORED_AS_SENT},
+        id=config_id,
+        rules=[DynamicConfigRuleOut.model_validate(rule) for rule in rules],
+        defaultValue=default[0],
+        defaultValueJson5=default[1],
+        schema_=schema,
+        schemaJson5=schema_json5,
+        checksPerHour=0,
+        holdoutIDs=[],
+        owner=Owner.model_validate(entities.owner_for(data["owner"])),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
-        "_state": {"archived": False},
-    }
-    _validate(doc, _all_sites(doc))
-    _check_size(doc)
-    return present(entities.insert(KIND, config_id, doc))
+        state=ArchiveState(archived=False),
+    )
+    _validate(config, _all_sites(config, rules))
+    _check_size(config)
+    return present(entities.insert(KIND, config_id, config.doc()))
 
 
-def get(config_id: str) -> Doc:
+def get(config_id: str) -> DynamicConfig:
     return present(entities.load(KIND, config_id))
 
 
@@ -288,47 +312,50 @@ def _rollout_rate(rules: list[Doc]) -> str | None:
     return rollout_rate(rules)
 
 
-def _matches(config: Doc, doc: Doc, q: DynamicConfigListQuery) -> bool:
+def _matches(doc: Doc, q: DynamicConfigListQuery) -> bool:
     checks = [
-        q.includeArchived or config["status"] != "Archived",
+        q.includeArchived or not lifecycle.is_archived(doc),
         bool(doc.get("isTemplate")) == bool(q.isTemplate),
-        q.idType is None or config["idType"] in q.idType,
+        q.idType is None or doc["idType"] in q.idType,
         q.rolloutRate is None or _rollout_rate(doc["rules"]) in q.rolloutRate,
         q.releasePipelineID is None or doc.get("releasePipelineID") == q.releasePipelineID,
         q.teamID is None or doc.get("teamID") == q.teamID,
         q.targetAppID is None or q.targetAppID in (doc.get("targetApps") or []),
-        q.creatorName is None or config["creatorName"] == q.creatorName,
-        q.creatorID is None or config["creatorID"] == q.creatorID,
-        q.tags is None or bool(set(q.tags) & set(config["tags"])),
+        q.creatorName is None or doc["creatorName"] == q.creatorName,
+        q.creatorID is None or doc["creatorID"] == q.creatorID,
+        q.tags is None or bool(set(q.tags) & set(doc["tags"])),
     ]
     return all(checks)
 
 
-def list_configs(q: DynamicConfigListQuery) -> Page[Doc]:
-    matching = []
-    for doc in dynamo.list_all(KIND):
-        config = present(doc)
-        if _matches(config, doc, q):
-            matching.append(config)
-    return page_of(matching, page=q.page, limit=q.limit)
+def list_configs(q: DynamicConfigListQuery) -> Page[DynamicConfig]:
+    matching = [doc for doc in dynamo.list_all(KIND) if _matches(doc, q)]
+    return page_of(matching, page=q.page, limit=q.limit).map(present)
 
 
-def versions(config_id: str, page: int, limit: int) -> Page[Doc]:
+def versions(config_id: str, page: int, limit: int) -> Page[DynamicConfig]:
     snapshots = dynamo.versions(KIND, config_id)
     if not snapshots:
         entities.load(KIND, config_id)  # 404 when the config does not exist
-    return page_of([present(s) for s in snapshots], page=page, limit=limit)
+    return page_of(snapshots, page=page, limit=limit).map(present)
 
 
 # --- updates -----------------------------------------------------------------------------------
 
 
-def _refuse_if_archived(doc: Doc) -> None:
-    lifecycle.refuse_if_archived(doc, "Dynamic config")
+def _update(
+    config_id: str, change: Callable[[StoredDynamicConfig], None], expected_version: int | None = None
+) -> DynamicConfig:
+    """The next version of the config, `change` applied to its stored model."""
+    return present(entities.update_stored(KIND, config_id, StoredDynamicConfig, change, expected_version))
 
 
-def _apply_changes(doc: Doc, changes: DynamicConfigPatch | DynamicConfigUpdate) -> None:
-    _refuse_if_archived(doc)
+def _refuse_if_archived(config: StoredDynamicConfig) -> None:
+    lifecycle.refuse_if_archived(config.doc(), "Dynamic config")
+
+
+def _apply_changes(config: StoredDynamicConfig, changes: DynamicConfigPatch | DynamicConfigUpdate) -> None:
+    _refuse_if_archived(config)
     sent = changes.changes()
     sent.pop("version", None)
     _check_text_budget(
@@ -339,57 +366,58 @@ def _apply_changes(doc: Doc, changes: DynamicConfigPatch | DynamicConfigUpdate) 
             changes.defaultValue, changes.defaultValueJson5, "defaultValue", "defaultValueJson5"
         )
         assert resolved is not None
-        doc["defaultValue"], doc["defaultValueJson5"] = resolved
+        config.defaultValue, config.defaultValueJson5 = resolved
         sent.pop("defaultValue", None)
         sent.pop("defaultValueJson5", None)
     if "schema_" in sent or "schemaJson5" in sent:
-        doc["schema"], doc["schemaJson5"] = _resolve_schema(
+        config.schema_, config.schemaJson5 = _resolve_schema(
             sent.pop("schema_", _UNSENT), sent.pop("schemaJson5", _UNSENT)
         )
     if "rules" in sent:
         assert changes.rules is not None
-        doc["rules"] = _stored_rules(changes.rules, doc["rules"])
-        _check_references((f"rules[{i}]", r) for i, r in enumerate(doc["rules"]))
+        rules = _stored_rules(changes.rules, _rule_docs(config))
+        _check_references((f"rules[{i}]", r) for i, r in enumerate(rules))
+        _set_rules(config, rules)
         sent.pop("rules")
     if sent.get("releasePipelineID"):
         entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
     if "owner" in sent:
         sent["owner"] = entities.owner_for(sent["owner"])
-    doc.update(sent)
-    _validate(doc, _all_sites(doc))
-    _check_size(doc)
+    config.set_fields(sent)
+    _validate(config, _all_sites(config, _rule_docs(config)))
+    _check_size(config)
 
 
-def full_update(config_id: str, body: DynamicConfigUpdate) -> Doc:
-    return present(entities.update(KIND, config_id, lambda d: _apply_changes(d, body), body.version))
+def full_update(config_id: str, body: DynamicConfigUpdate) -> DynamicConfig:
+    return _update(config_id, lambda c: _apply_changes(c, body), body.version)
 
 
-def patch(config_id: str, body: DynamicConfigPatch) -> Doc:
+def patch(config_id: str, body: DynamicConfigPatch) -> DynamicConfig:
     stored = partial.unchanged(KIND, config_id, partial.changes_of(body.changes()), body.version)
     if stored is not None:
         return present(stored)
-    return present(entities.update(KIND, config_id, lambda d: _apply_changes(d, body), body.version))
+    return _update(config_id, lambda c: _apply_changes(c, body), body.version)
 
 
-def _set_enabled(doc: Doc, enabled: bool) -> None:
-    _refuse_if_archived(doc)
-    doc["isEnabled"] = enabled
+def _set_enabled(config: StoredDynamicConfig, enabled: bool) -> None:
+    _refuse_if_archived(config)
+    config.isEnabled = enabled
 
 
-def enable(config_id: str) -> Doc:
-    return present(entities.update(KIND, config_id, lambda d: _set_enabled(d, True)))
+def enable(config_id: str) -> DynamicConfig:
+    return _update(config_id, lambda c: _set_enabled(c, True))
 
 
-def disable(config_id: str) -> Doc:
-    return present(entities.update(KIND, config_id, lambda d: _set_enabled(d, False)))
+def disable(config_id: str) -> DynamicConfig:
+    return _update(config_id, lambda c: _set_enabled(c, False))
 
 
-def archive(config_id: str, force: bool, reason: str | None) -> Doc:
+def archive(config_id: str, force: bool, reason: str | None) -> DynamicConfig:
     """Archive (soft). `force` is accepted for the peer's sake: nothing refers to a config."""
     return present(lifecycle.archive(KIND, config_id, reason, label="Dynamic config"))
 
 
-def unarchive(config_id: str) -> Doc:
+def unarchive(config_id: str) -> DynamicConfig:
     return present(lifecycle.unarchive(KIND, config_id, label="Dynamic config"))
 
 
@@ -401,21 +429,21 @@ def delete(config_id: str) -> None:
 # --- rule endpoints ----------------------------------------------------------------------------
 
 
-def get_rules(config_id: str) -> Page[Doc]:
+def get_rules(config_id: str) -> Page[RulesOfConfig]:
     """The peer's shape: one item `{rules}` in a paginated list."""
-    rules = entities.load(KIND, config_id)["rules"]
-    return page_of([{"rules": rules}], page=1, limit=DEFAULT_LIMIT)
+    rules = StoredDynamicConfig.read(entities.load(KIND, config_id)).rules
+    return page_of([RulesOfConfig(rules=rules)], page=1, limit=DEFAULT_LIMIT)
 
 
-def get_rule(config_id: str, rule_id: str) -> Doc:
-    rules = entities.load(KIND, config_id)["rules"]
-    found = _find_rule(rules, rule_id)
+def get_rule(config_id: str, rule_id: str) -> DynamicConfigRuleOut:
+    config = StoredDynamicConfig.read(entities.load(KIND, config_id))
+    found = _find_rule(_rule_docs(config), rule_id)
     if found is None:
         raise _rule_missing(config_id, rule_id)
-    return rules[found]
+    return config.rules[found]
 
 
-def add_rules(config_id: str, rules: list[DynamicConfigRule], one: bool = False) -> Doc:
+def add_rules(config_id: str, rules: list[DynamicConfigRule], one: bool = False) -> DynamicConfig:
     """Append rules; each gets a new id. `one`: the body is a single rule (POST /rule)."""
 
     def where(index: int) -> str:
@@ -428,19 +456,19 @@ def add_rules(config_id: str, rules: list[DynamicConfigRule], one: bool = False)
             )
     _check_text_budget(_rule_texts(rules))
 
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
+    def change(config: StoredDynamicConfig) -> None:
+        _refuse_if_archived(config)
         new = []
         for index, rule in enumerate(rules):
             rule_id = entities.new_id()
             new.append(_rule_doc(rule.model_dump(mode="json"), rule_id, rule_id, None, where(index)))
         placed = [(where(i), r) for i, r in enumerate(new)]
         _check_references(placed)
-        _validate(doc, (site for w, r in placed for site in _rule_sites(r, w)))
-        doc["rules"] = doc["rules"] + new
-        _check_size(doc)
+        _validate(config, (site for w, r in placed for site in _rule_sites(r, w)))
+        _set_rules(config, _rule_docs(config) + new)
+        _check_size(config)
 
-    return present(entities.update(KIND, config_id, change))
+    return _update(config_id, change)
 
 
 def _merge_rule(rule: Doc, update: DynamicConfigRulePatch, where: str) -> Doc:
@@ -451,13 +479,13 @@ def _merge_rule(rule: Doc, update: DynamicConfigRulePatch, where: str) -> Doc:
     return _rule_doc({**kept, **sent}, rule["id"], rule["baseID"], rule, where)
 
 
-def update_rules(config_id: str, updates: list[DynamicConfigRulePatch]) -> Doc:
+def update_rules(config_id: str, updates: list[DynamicConfigRulePatch]) -> DynamicConfig:
     """Change the listed rules, matched by id; rules not listed stay as they are."""
     _check_text_budget(_rule_texts(updates))
 
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
-        rules = list(doc["rules"])
+    def change(config: StoredDynamicConfig) -> None:
+        _refuse_if_archived(config)
+        rules = _rule_docs(config)
         placed = []
         for index, update in enumerate(updates):
             where = f"rules[{index}]"
@@ -469,42 +497,43 @@ def update_rules(config_id: str, updates: list[DynamicConfigRulePatch]) -> Doc:
             rules[found] = _merge_rule(rules[found], update, where)
             placed.append((where, rules[found]))
         _check_references(placed)
-        _validate(doc, (site for w, r in placed for site in _rule_sites(r, w)))
-        doc["rules"] = rules
-        _check_size(doc)
+        _validate(config, (site for w, r in placed for site in _rule_sites(r, w)))
+        _set_rules(config, rules)
+        _check_size(config)
 
-    return present(entities.update(KIND, config_id, change))
+    return _update(config_id, change)
 
 
-def update_rule(config_id: str, rule_id: str, update: DynamicConfigRulePatch) -> Doc:
+def update_rule(config_id: str, rule_id: str, update: DynamicConfigRulePatch) -> DynamicConfig:
     _check_text_budget(_rule_texts([update]))
 
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
-        found = _find_rule(doc["rules"], rule_id)
+    def change(config: StoredDynamicConfig) -> None:
+        _refuse_if_archived(config)
+        rules = _rule_docs(config)
+        found = _find_rule(rules, rule_id)
         if found is None:
             raise _rule_missing(config_id, rule_id)
-        if update.id is not None and _find_rule([doc["rules"][found]], update.id) is None:
+        if update.id is not None and _find_rule([rules[found]], update.id) is None:
             raise Invalid.field("id", f"names another rule than {rule_id!r}; leave it out")
-        rules = list(doc["rules"])
         rules[found] = _merge_rule(rules[found], update, "")
         _check_references([("", rules[found])])
-        _validate(doc, _rule_sites(rules[found], ""))
-        doc["rules"] = rules
-        _check_size(doc)
+        _validate(config, _rule_sites(rules[found], ""))
+        _set_rules(config, rules)
+        _check_size(config)
 
-    return present(entities.update(KIND, config_id, change))
+    return _update(config_id, change)
 
 
-def delete_rule(config_id: str, rule_id: str) -> Doc:
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
-        found = _find_rule(doc["rules"], rule_id)
+def delete_rule(config_id: str, rule_id: str) -> DynamicConfig:
+    def change(config: StoredDynamicConfig) -> None:
+        _refuse_if_archived(config)
+        rules = _rule_docs(config)
+        found = _find_rule(rules, rule_id)
         if found is None:
             raise _rule_missing(config_id, rule_id)
-        doc["rules"] = [r for i, r in enumerate(doc["rules"]) if i != found]
+        _set_rules(config, [r for i, r in enumerate(rules) if i != found])
 
-    return present(entities.update(KIND, config_id, change))
+    return _update(config_id, change)
 
 
 def _rule_missing(config_id: str, rule_id: str) -> NotFound:

@@ -126,7 +126,7 @@ def metrics_on(name: str, page: int, limit: int) -> Page[dict[str, Any]]:
         doc for doc in dynamo.list_all(kinds.METRIC) if name in lineage(doc.get("type", ""), doc)["events"]
     ]
     found.extend(metrics.present(doc) for doc in stored)
-    return page_of(found, page=page, limit=limit)
+    return page_of(found, page=page, limit=limit).map(lambda metric: metric.model_dump(mode="json"))
 
 
 def check_name(name: str) -> str:

@@ -44,14 +44,19 @@ from collections.abc import Callable, Iterable, Sequence
 
 from expconsole import config, context, kinds
 from expconsole.errors import Conflict, Invalid, TooLarge
+from expconsole.models.common import Owner
 from expconsole.models.holdouts import (
     MAX_EXPERIMENTS,
+    Holdout,
     HoldoutCreate,
+    HoldoutFields,
     HoldoutListQuery,
     HoldoutPatch,
     HoldoutUpdate,
+    StoredHoldout,
 )
 from expconsole.models.pagination import Page, page_of
+from expconsole.models.stored import ArchiveState
 from expconsole.services import entities
 from expconsole.services.common import lifecycle
 from expconsole.services.common import patch as partial
@@ -231,14 +236,18 @@ def update_experiment(exp_id: str, change: Callable[[Doc], None], expected_versi
 # --- reading -----------------------------------------------------------------------------------------
 
 
-def present(doc: Doc) -> Doc:
+def present(doc: Doc) -> Holdout:
     """The holdout as the API returns it: stored fields plus `isArchived` and `permalink`."""
-    out = entities.public(doc)
-    out.update(isArchived=lifecycle.is_archived(doc), permalink=entities.permalink(KIND, doc["id"]))
-    return out
+    return Holdout.model_validate(
+        {
+            **entities.public(doc),
+            "isArchived": lifecycle.is_archived(doc),
+            "permalink": entities.permalink(KIND, doc["id"]),
+        }
+    )
 
 
-def get(holdout_id: str) -> Doc:
+def get(holdout_id: str) -> Holdout:
     return present(entities.load(KIND, holdout_id))
 
 
@@ -252,57 +261,56 @@ def _matches(doc: Doc, q: HoldoutListQuery) -> bool:
     return all(checks)
 
 
-def list_holdouts(q: HoldoutListQuery) -> Page[Doc]:
-    matching = [present(doc) for doc in dynamo.list_all(KIND) if _matches(doc, q)]
-    return page_of(matching, page=q.page, limit=q.limit)
+def list_holdouts(q: HoldoutListQuery) -> Page[Holdout]:
+    matching = [doc for doc in dynamo.list_all(KIND) if _matches(doc, q)]
+    return page_of(matching, page=q.page, limit=q.limit).map(present)
 
 
 # --- writing ------------------------------------------------------------------------------------------
 
 
-def _check_references(doc: Doc, fields: Iterable[str]) -> None:
+def _check_references(holdout: StoredHoldout, fields: Iterable[str]) -> None:
     """References among `fields` must exist and appear once (experiments: `_experiment_writes`)."""
     fields = set(fields)
-    for field, kind in (("gateIDs", kinds.GATE), ("layerIDs", kinds.LAYER)):
+    for field, kind, refs in (
+        ("gateIDs", kinds.GATE, holdout.gateIDs),
+        ("layerIDs", kinds.LAYER, holdout.layerIDs),
+    ):
         if field in fields:
-            _no_repeats(doc[field], field)
-            for index, ref in enumerate(doc[field]):
+            _no_repeats(refs, field)
+            for index, ref in enumerate(refs):
                 entities.require_exists(kind, ref, f"{field}[{index}]")
     if "experimentIDs" in fields:
-        _no_repeats(doc["experimentIDs"], "experimentIDs")
-    if "targetingGateID" in fields and doc.get("targetingGateID"):
-        entities.require_exists(kinds.GATE, doc["targetingGateID"], "targetingGateID")
+        _no_repeats(holdout.experimentIDs, "experimentIDs")
+    if "targetingGateID" in fields and holdout.targetingGateID:
+        entities.require_exists(kinds.GATE, holdout.targetingGateID, "targetingGateID")
 
 
-def create(body: HoldoutCreate) -> Doc:
+# Create fields stored as sent; the others are stored as `create` derives them.
+_STORED_AS_SENT = frozenset(HoldoutCreate.model_fields.keys() & HoldoutFields.model_fields.keys()) - {
+    "id",
+    "owner",
+    "creatorID",
+    "creatorEmail",
+}
+
+
+def create(body: HoldoutCreate) -> Holdout:
     holdout_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(holdout_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
     data = body.model_dump(mode="json")
-    doc: Doc = {
-        "id": holdout_id,
-        "name": body.name,
-        "description": body.description,
-        "idType": body.idType,
-        "isEnabled": body.isEnabled,
-        "isGlobal": body.isGlobal,
-        "passPercentage": body.passPercentage,
-        "gateIDs": body.gateIDs,
-        "experimentIDs": body.experimentIDs,
-        "layerIDs": body.layerIDs,
-        "targetingGateID": body.targetingGateID,
-        "targetApps": body.targetApps,
-        "tags": body.tags,
-        "team": body.team,
-        "teamID": body.teamID,
-        "monitoringMetrics": data["monitoringMetrics"],
-        "owner": entities.owner_for(data["owner"]),
+    holdout = StoredHoldout(
+        **{field: data[field] for field in _STORED_AS_SENT},
+        id=holdout_id,
+        owner=Owner.model_validate(entities.owner_for(data["owner"])),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
-        "_state": {"archived": False},
-    }
-    _check_references(doc, ("gateIDs", "layerIDs", "experimentIDs", "targetingGateID"))
+        state=ArchiveState(archived=False),
+    )
+    _check_references(holdout, ("gateIDs", "layerIDs", "experimentIDs", "targetingGateID"))
+    doc = holdout.doc()
     for _attempt in range(ATTEMPTS):
-        writes = _experiment_writes(holdout_id, [], doc["experimentIDs"])
+        writes = _experiment_writes(holdout_id, [], holdout.experimentIDs)
         try:
             _commit([(KIND, holdout_id, doc)], writes)
             return present(doc)
@@ -313,7 +321,8 @@ def create(body: HoldoutCreate) -> Doc:
 
 
 def _write(holdout_id: str, change: Callable[[Doc], None], expected_version: int | None = None) -> Doc:
-    """Read, change a copy, and store it with the experiment side of any link change, at once."""
+    """Read, change a copy, and store it with the experiment side of any link change, at once
+    (the `write` of services.common.lifecycle; the service's own changes: `_write_stored`)."""
     for _attempt in range(ATTEMPTS):
         current = entities.load(KIND, holdout_id)
         version = int(current["version"])
@@ -331,36 +340,47 @@ def _write(holdout_id: str, change: Callable[[Doc], None], expected_version: int
     raise _busy(KIND, holdout_id)
 
 
-def _refuse_if_archived(doc: Doc) -> None:
-    lifecycle.refuse_if_archived(doc, "Holdout")
+def _write_stored(
+    holdout_id: str, change: Callable[[StoredHoldout], None], expected_version: int | None = None
+) -> Doc:
+    """`_write` through the stored holdout: `change` edits the typed holdout, and the item is
+    written as the model writes it (every key it was read with, plus those the change set)."""
+
+    def apply(doc: Doc) -> None:
+        holdout = StoredHoldout.read(doc)
+        change(holdout)
+        doc.clear()
+        doc.update(holdout.doc())
+
+    return _write(holdout_id, apply, expected_version)
 
 
-def _update(holdout_id: str, body: HoldoutUpdate | HoldoutPatch) -> Doc:
+def _update(holdout_id: str, body: HoldoutUpdate | HoldoutPatch) -> Holdout:
     sent = body.changes()
     sent.pop("version", None)
     if "owner" in sent:
         sent["owner"] = entities.owner_for(sent["owner"])
 
-    def change(doc: Doc) -> None:
-        _refuse_if_archived(doc)
-        doc.update(sent)
-        _check_references(doc, sent)
+    def change(holdout: StoredHoldout) -> None:
+        lifecycle.refuse_if_archived(holdout.doc(), "Holdout")
+        holdout.set_fields(sent)
+        _check_references(holdout, sent)
 
-    return present(_write(holdout_id, change, body.version))
+    return present(_write_stored(holdout_id, change, body.version))
 
 
-def full_update(holdout_id: str, body: HoldoutUpdate) -> Doc:
+def full_update(holdout_id: str, body: HoldoutUpdate) -> Holdout:
     return _update(holdout_id, body)
 
 
-def patch(holdout_id: str, body: HoldoutPatch) -> Doc:
+def patch(holdout_id: str, body: HoldoutPatch) -> Holdout:
     stored = partial.unchanged(KIND, holdout_id, partial.changes_of(body.changes()), body.version)
     if stored is not None:
         return present(stored)
     return _update(holdout_id, body)
 
 
-def archive(holdout_id: str, reason: str | None) -> Doc:
+def archive(holdout_id: str, reason: str | None) -> Holdout:
     """Archive, detaching its experiments (with their side of the link, in one transaction)."""
 
     def detach(doc: Doc) -> None:
@@ -369,7 +389,7 @@ def archive(holdout_id: str, reason: str | None) -> Doc:
     return present(lifecycle.archive(KIND, holdout_id, reason, label="Holdout", check=detach, write=_write))
 
 
-def unarchive(holdout_id: str) -> Doc:
+def unarchive(holdout_id: str) -> Holdout:
     return present(lifecycle.unarchive(KIND, holdout_id, label="Holdout", write=_write))
 
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
@@ -60,8 +61,12 @@ from expconsole.models.metrics import (
     Metric,
     MetricCreate,
     MetricExperimentsQuery,
+    MetricFields,
     MetricListQuery,
+    MetricOwner,
+    MetricState,
     MetricUpdate,
+    StoredMetric,
     definition_errors,
     lineage,
     metric_id,
@@ -99,11 +104,11 @@ def _permalink(mid: str) -> str:
     return entities.permalink(kinds.METRIC, quote(mid, safe=":"))
 
 
-def builtin(name: str, metric_type: str) -> Doc:
+def builtin(name: str, metric_type: str) -> Metric:
     """The synthesized built-in metric `<event>::event_count` or `<event>::event_dau`."""
     mid = metric_id(name, metric_type)
     what = "Number of" if metric_type == "event_count" else "Days with at least one"
-    return _ordered(
+    return Metric.model_validate(
         {
             "id": mid,
             "name": name,
@@ -157,7 +162,7 @@ def exists(name: str, type: str) -> bool:
     return dynamo.get(kinds.METRIC, metric_id(name, type)) is not None
 
 
-def get_or_builtin(mid: str) -> Doc | None:
+def _find(mid: str) -> Metric | None:
     """The metric as the API returns it (stored or built-in), or None: one read at most."""
     parts = _builtin_parts(mid)
     if parts is not None:
@@ -168,6 +173,12 @@ def get_or_builtin(mid: str) -> Doc | None:
     return present(doc) if doc is not None else None
 
 
+def get_or_builtin(mid: str) -> Doc | None:
+    """The metric as the API returns it (stored or built-in), as JSON, or None: one read at most."""
+    found = _find(mid)
+    return found.model_dump(mode="json") if found is not None else None
+
+
 # --- presentation ------------------------------------------------------------------------------
 
 
@@ -175,33 +186,34 @@ def _scheduled(doc: Doc) -> int | None:
     return doc.get("_state", {}).get("scheduledArchiveTime")
 
 
-def state_of(doc: Doc, now: int | None = None) -> str:
-    """`active`, `scheduled` (archive pending) or `archived`."""
-    when = _scheduled(doc)
+def _state_at(when: int | None, now: int | None = None) -> str:
     if when is None:
         return "active"
     return "archived" if when <= (entities.now_ms() if now is None else now) else "scheduled"
 
 
-def present(doc: Doc, now: int | None = None) -> Doc:
-    """The metric as the API returns it: stored fields plus lineage, archive state, permalink."""
-    out = entities.public(doc)
-    out["lineage"] = lineage(doc["type"], doc)
-    out["isArchived"] = state_of(doc, now) == "archived"
-    out["scheduledArchiveTime"] = _scheduled(doc)
-    out["permalink"] = _permalink(doc["id"])
-    return _ordered(out)
+def state_of(doc: Doc, now: int | None = None) -> str:
+    """`active`, `scheduled` (archive pending) or `archived`."""
+    return _state_at(_scheduled(doc), now)
 
 
-def _ordered(metric: Doc) -> Doc:
-    """Fields in the response model's order (then any others), whatever order a write left."""
-    known = {key: metric[key] for key in Metric.model_fields if key in metric}
-    return {**known, **{k: v for k, v in metric.items() if k not in known}}
+def present(doc: Doc, now: int | None = None) -> Metric:
+    """The metric as the API returns it: stored fields plus lineage, archive state, permalink (in
+    the answer's order, whatever order a write left: models.metrics)."""
+    return Metric.model_validate(
+        {
+            **entities.public(doc),
+            "lineage": lineage(doc["type"], doc),
+            "isArchived": state_of(doc, now) == "archived",
+            "scheduledArchiveTime": _scheduled(doc),
+            "permalink": _permalink(doc["id"]),
+        }
+    )
 
 
-def _owner(given: dict[str, str] | None) -> Doc:
+def _owner(given: dict[str, str] | None) -> MetricOwner:
     owner = entities.owner_for(given)
-    return {**owner, "name": owner["ownerName"]}
+    return MetricOwner.model_validate({**owner, "name": owner["ownerName"]})
 
 
 # --- definitions and references -------------------------------------------------------------
@@ -265,7 +277,15 @@ def _builtin_conflict(mid: str) -> Conflict:
     )
 
 
-def create(body: MetricCreate) -> Doc:
+# Create fields stored as sent; the definition is stored as `normalized_definition` makes it.
+_STORED_AS_SENT = frozenset(MetricCreate.model_fields.keys() & MetricFields.model_fields.keys()) - {
+    *DEFINITION_FIELDS,
+    *ROLLUP_FIELDS,
+    "owner",
+}
+
+
+def create(body: MetricCreate) -> Metric:
     """Validate, then store (or, with `dryRun`, only return) the new metric."""
     mid = metric_id(body.name, body.type)
     if body.type in BUILTIN_TYPES:
@@ -273,34 +293,23 @@ def create(body: MetricCreate) -> Doc:
     data = body.model_dump(mode="json")
     definition = _definition(body.type, data)
     _check_references(None, definition)
-    doc: Doc = {
-        "id": mid,
-        "name": body.name,
-        "type": body.type,
-        "directionality": body.directionality,
-        "description": body.description,
-        "isPermanent": body.isPermanent,
-        "isReadOnly": body.isReadOnly,
-        "isHidden": body.isHidden,
-        "isVerified": body.isVerified,
-        "tags": body.tags,
-        "unitTypes": body.unitTypes,
+    metric = StoredMetric(
+        **{field: data[field] for field in _STORED_AS_SENT},
+        id=mid,
         **definition,
-        "team": body.team,
-        "teamID": body.teamID,
-        "owner": _owner(body.owner.as_owner() if body.owner else None),
+        owner=_owner(body.owner.as_owner() if body.owner else None),
         **entities.bookkeeping(),
-        "_state": {"scheduledArchiveTime": None},
-    }
+        state=MetricState(scheduledArchiveTime=None),
+    )
     if body.dryRun:
         if dynamo.get(kinds.METRIC, mid) is not None:
             raise Conflict(f"Metric with id {mid!r} already exists.")
-        return present(doc)
-    return present(entities.insert(kinds.METRIC, mid, doc))
+        return present(metric.doc())
+    return present(entities.insert(kinds.METRIC, mid, metric.doc()))
 
 
-def get(mid: str) -> Doc:
-    found = get_or_builtin(mid)
+def get(mid: str) -> Metric:
+    found = _find(mid)
     if found is None:
         raise NotFound(f"Metric {mid!r} not found.")
     return found
@@ -329,38 +338,35 @@ def _filter_tags(raw: str | None) -> set[str] | None:
     return set(tags)
 
 
-def list_metrics(q: MetricListQuery) -> Page[Doc]:
+def list_metrics(q: MetricListQuery) -> Page[Metric]:
     filter_tags = _filter_tags(q.filters)
     now = entities.now_ms()
     matching = []
     for doc in dynamo.list_all(kinds.METRIC):
-        metric = present(doc, now)
         checks = (
-            q.includeArchived or not metric["isArchived"],
-            q.showHiddenMetrics or not metric["isHidden"],
-            q.type is None or metric["type"] in q.type,
-            q.tags is None or bool(set(q.tags) & set(metric["tags"])),
-            filter_tags is None or bool(filter_tags & set(metric["tags"])),
-            q.creatorName is None or metric["creatorName"] == q.creatorName,
-            q.creatorID is None or metric["creatorID"] == q.creatorID,
-            q.teamID is None or metric.get("teamID") == q.teamID,
+            q.includeArchived or state_of(doc, now) != "archived",
+            q.showHiddenMetrics or not doc["isHidden"],
+            q.type is None or doc["type"] in q.type,
+            q.tags is None or bool(set(q.tags) & set(doc["tags"])),
+            filter_tags is None or bool(filter_tags & set(doc["tags"])),
+            q.creatorName is None or doc["creatorName"] == q.creatorName,
+            q.creatorID is None or doc["creatorID"] == q.creatorID,
+            q.teamID is None or doc.get("teamID") == q.teamID,
         )
         if all(checks):
-            matching.append(metric)
-    return page_of(matching, page=q.page, limit=q.limit)
+            matching.append(doc)
+    return page_of(matching, page=q.page, limit=q.limit).map(lambda doc: present(doc, now))
 
 
-def versions(mid: str, page: int, limit: int) -> Page[Doc]:
+def versions(mid: str, page: int, limit: int) -> Page[Metric]:
     parts = _builtin_parts(mid)
     if parts is not None:
-        shown = [builtin(*parts)]
-    else:
-        snapshots = dynamo.versions(kinds.METRIC, mid) if split_id(mid) else []
-        if not snapshots:
-            raise NotFound(f"Metric {mid!r} not found.")
-        now = entities.now_ms()
-        shown = [present(s, now) for s in snapshots]
-    return page_of(shown, page=page, limit=limit)
+        return page_of([builtin(*parts)], page=page, limit=limit)
+    snapshots = dynamo.versions(kinds.METRIC, mid) if split_id(mid) else []
+    if not snapshots:
+        raise NotFound(f"Metric {mid!r} not found.")
+    now = entities.now_ms()
+    return page_of(snapshots, page=page, limit=limit).map(lambda doc: present(doc, now))
 
 
 # --- updates -----------------------------------------------------------------------------------
@@ -371,38 +377,40 @@ def _refuse_builtin(mid: str, action: str) -> None:
         raise Invalid(f"Metric {mid!r} is built in and read-only: it cannot be {action}.")
 
 
-def _apply(doc: Doc, body: MetricUpdate) -> None:
-    if state_of(doc) == "archived":
-        raise Invalid(f"Metric {doc['id']!r} is archived: unarchive it before changing it.")
+def _apply(metric: StoredMetric, body: MetricUpdate) -> None:
+    if _state_at(metric.state.scheduledArchiveTime) == "archived":
+        raise Invalid(f"Metric {metric.id!r} is archived: unarchive it before changing it.")
     sent = body.changes()
     for key in ("version", "dryRun"):
         sent.pop(key, None)
     for key in ("name", "type"):
-        if key in sent and sent.pop(key) != doc[key]:
+        if key in sent and sent.pop(key) != getattr(metric, key):
             raise Invalid.field(
-                key, f"cannot change (it is part of the id {doc['id']!r}); create a new metric instead"
+                key, f"cannot change (it is part of the id {metric.id!r}); create a new metric instead"
             )
     if "owner" in sent:
         assert body.owner is not None
         sent["owner"] = _owner(body.owner.as_owner())
-    fields = {key: doc.get(key) for key in (*DEFINITION_FIELDS, *ROLLUP_FIELDS)}
-    for key in (*DEFINITION_FIELDS, *ROLLUP_FIELDS):
+    names = (*DEFINITION_FIELDS, *ROLLUP_FIELDS)
+    fields = {key: getattr(metric, key) for key in names}
+    for key in names:
         if key in sent:
             fields[key] = sent.pop(key)
-    definition = _definition(doc["type"], fields)
-    if any(definition.get(k) != doc.get(k) for k in (*DEFINITION_FIELDS, *ROLLUP_FIELDS)):
-        _check_references(doc["id"], definition)
-    for key in (*DEFINITION_FIELDS, *ROLLUP_FIELDS):
-        doc.pop(key, None)
-    doc.update(definition)
-    doc.update(sent)
+    definition = _definition(metric.type, fields)
+    if any(definition.get(k) != getattr(metric, k) for k in names):
+        _check_references(metric.id, definition)
+    metric.set_definition(definition)
+    metric.set_fields(sent)
 
 
-def update(mid: str, body: MetricUpdate) -> Doc:
+def update(mid: str, body: MetricUpdate) -> Metric:
     """Apply the sent fields; with `dryRun`, return the result without storing it."""
     _refuse_builtin(mid, "updated")
     if not body.dryRun:
-        return present(entities.update(kinds.METRIC, mid, lambda d: _apply(d, body), body.version))
+        changed = entities.update_stored(
+            kinds.METRIC, mid, StoredMetric, lambda m: _apply(m, body), body.version
+        )
+        return present(changed)
     current = entities.load(kinds.METRIC, mid)
     version = int(current["version"])
     if body.version is not None and body.version != version:
@@ -411,8 +419,9 @@ def update(mid: str, body: MetricUpdate) -> Doc:
             "it; read it again and retry.",
             [{"field": "version", "message": f"stale: the stored version is {version}"}],
         )
-    doc = {**current}
-    _apply(doc, body)
+    metric = StoredMetric.read(current)
+    _apply(metric, body)
+    doc = metric.doc()
     doc["version"] = version + 1
     doc["lastModifiedTime"] = max(entities.now_ms(), int(current["lastModifiedTime"]))
     return present(doc)
@@ -447,50 +456,43 @@ def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _illegal(mid: str, doc: Doc, action: str, hint: str) -> Invalid:
-    state = state_of(doc)
-    detail = f" (archive scheduled for {_when(_scheduled(doc) or 0)})" if state == "scheduled" else ""
+def _illegal(mid: str, state: str, when: int | None, action: str, hint: str) -> Invalid:
+    detail = f" (archive scheduled for {_when(when or 0)})" if state == "scheduled" else ""
     return Invalid(f"Cannot {action} metric {mid!r}: its archive state is {state!r}{detail}; {hint}.")
 
 
-def schedule_archive(mid: str) -> Doc:
+def _schedule(
+    mid: str, action: str, legal: str, hints: dict[str, str], when: Callable[[], int | None]
+) -> Metric:
+    """Move the metric's archive schedule to `when()`, from the `legal` state only (else a 400
+    with the hint for the state it is in)."""
     _refuse_builtin(mid, "archived")
 
-    def change(doc: Doc) -> None:
-        state = state_of(doc)
-        if state != "active":
-            hint = "use cancel_archive to keep it" if state == "scheduled" else "it is archived already"
-            raise _illegal(mid, doc, "schedule the archive of", hint)
-        when = entities.now_ms() + archive_grace_ms()
-        doc["_state"] = {**doc.get("_state", {}), "scheduledArchiveTime": when}
+    def change(metric: StoredMetric) -> None:
+        scheduled = metric.state.scheduledArchiveTime
+        state = _state_at(scheduled)
+        if state != legal:
+            raise _illegal(mid, state, scheduled, action, hints[state])
+        metric.state = metric.state.model_copy(update={"scheduledArchiveTime": when()})
 
-    return present(entities.update(kinds.METRIC, mid, change))
-
-
-def cancel_archive(mid: str) -> Doc:
-    _refuse_builtin(mid, "archived")
-
-    def change(doc: Doc) -> None:
-        state = state_of(doc)
-        if state != "scheduled":
-            hint = "no archive is scheduled" if state == "active" else "use unarchive to restore it"
-            raise _illegal(mid, doc, "cancel the archive of", hint)
-        doc["_state"] = {**doc.get("_state", {}), "scheduledArchiveTime": None}
-
-    return present(entities.update(kinds.METRIC, mid, change))
+    return present(entities.update_stored(kinds.METRIC, mid, StoredMetric, change))
 
 
-def unarchive(mid: str) -> Doc:
-    _refuse_builtin(mid, "archived")
+def schedule_archive(mid: str) -> Metric:
+    hints = {"scheduled": "use cancel_archive to keep it", "archived": "it is archived already"}
+    return _schedule(
+        mid, "schedule the archive of", "active", hints, lambda: entities.now_ms() + archive_grace_ms()
+    )
 
-    def change(doc: Doc) -> None:
-        state = state_of(doc)
-        if state != "archived":
-            hint = "use cancel_archive to keep it" if state == "scheduled" else "it is not archived"
-            raise _illegal(mid, doc, "unarchive", hint)
-        doc["_state"] = {**doc.get("_state", {}), "scheduledArchiveTime": None}
 
-    return present(entities.update(kinds.METRIC, mid, change))
+def cancel_archive(mid: str) -> Metric:
+    hints = {"active": "no archive is scheduled", "archived": "use unarchive to restore it"}
+    return _schedule(mid, "cancel the archive of", "scheduled", hints, lambda: None)
+
+
+def unarchive(mid: str) -> Metric:
+    hints = {"scheduled": "use cancel_archive to keep it", "active": "it is not archived"}
+    return _schedule(mid, "unarchive", "archived", hints, lambda: None)
 
 
 # --- experiments using a metric --------------------------------------------------------------------
