@@ -808,7 +808,7 @@ def orchestrate(args: argparse.Namespace) -> None:
             written = f"{gen['objects']:,} objects, {gen['gzip_bytes'] / 2**20:,.1f} MiB gzip JSON lines"
             print(f"  {events:,} events ({gen['exposure_events']:,} exposures), {written}", flush=True)
             pipe = _run_phase(args, "pipeline")
-            local = None if args.main_only else _run_phase(args, "local")
+            local = _run_phase(args, "local")
             compacting = None if args.main_only else _run_phase(args, "compaction")
             again = None if args.main_only else _run_phase(args, "compacted")
             ducks = [_run_phase(args, "duckdb", threads=t) for t in _duck_threads(args)]
@@ -974,7 +974,7 @@ def main() -> None:
     parser.add_argument(
         "--main-only",
         action="store_true",
-        help="only the pipeline and DuckDB with --threads (no raw-days run, no 1-thread DuckDB run)",
+        help="only the pipeline (from S3, then with the objects local) and DuckDB with --threads",
     )
     parser.add_argument("--profile", help="write a cProfile of run.execute to this file")
     parser.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
