@@ -68,7 +68,7 @@ serve: install
 test: install install-sam chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	SAM_CLI=$(abspath $(SAM_VENV))/bin/sam $(BIN)/python -m pytest -n auto
+	SAM_CLI=$(abspath $(SAM_VENV))/bin/sam $(BIN)/python -m pytest -n auto --cov
 
 lint: install
 	$(BIN)/ruff check .
@@ -109,4 +109,4 @@ bench-sdk: install
 	$(BIN)/python bench/sdk.py $(SDK_ARGS)
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache .mypy_cache .coverage
