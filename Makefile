@@ -1,5 +1,4 @@
 # The two commands a newcomer needs: `make serve` and `make test`. Both install first.
-PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SAM_VENV := .venv-sam
@@ -38,6 +37,11 @@ RUNTIME := python3.12
 LAMBDA_PYTHON ?= $(shell for p in "$$(command -v $(RUNTIME))" "$$(pyenv root 2>/dev/null || echo $$HOME/.pyenv)"/versions/3.12*/bin/$(RUNTIME); do \
 	"$$p" -c '' 2>/dev/null && { echo "$$p"; break; }; done)
 BUILD_DIR ?= .aws-sam/build
+
+# The dev venv runs on the functions' runtime, python3.12, when this machine has it (PATH or pyenv),
+# so the suite runs the code on the Python it runs on in Lambda, and coverage measures through
+# sys.monitoring (3.12+) at next to no cost; else on python3 (3.11+). PYTHON= to choose.
+PYTHON ?= $(or $(LAMBDA_PYTHON),python3)
 
 # The deployable artifact: each function's code and each layer in $(BUILD_DIR), as `sam deploy` ships
 # them. Beside them, lambda-runtime/ holds what the Lambda runtime provides (boto3), so that

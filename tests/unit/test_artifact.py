@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,16 @@ def _version(executable: str) -> str:
     ).stdout.strip()
 
 
-def test_finds_a_working_python312_and_skips_one_of_another_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    if sys.version_info[:2] == (3, 12):
-        pytest.skip("the suite's own interpreter is 3.12: no wrong version at hand")
-    monkeypatch.setenv(PYTHON_VARIABLE, sys.executable)  # a working interpreter, of the wrong version
+def test_finds_a_working_python312_and_skips_one_of_another_version(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A working interpreter of another version (it runs, and answers 3.11 to the version probe),
+    # whatever version runs the suite.
+    other = tmp_path / "python3.11"
+    other.write_text("#!/bin/sh\necho 3.11\n")
+    other.chmod(0o755)
+    assert _version(str(other)) == "3.11"
+    monkeypatch.setenv(PYTHON_VARIABLE, str(other))
     assert _version(find_python("python3.12")) == "3.12"
 
 
