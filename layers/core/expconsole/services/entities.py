@@ -151,8 +151,14 @@ def update_stored(
     change: Callable[[Stored], None],
     expected_version: int | None = None,
 ) -> Doc:
-    """`update` through the kind's stored model: `change` edits the typed entity, and the item is
-    written as the model writes it (every key it was read with, plus those the change set)."""
+    """`update` through the kind's stored model (`through`)."""
+    return update(kind, entity_id, through(model, change), expected_version)
+
+
+def through(model: type[Stored], change: Callable[[Stored], None]) -> Callable[[Doc], None]:
+    """A change of a stored document made through the kind's stored model: `change` edits the
+    typed entity, and the document becomes what the model writes (every key it was read with,
+    plus those the change set)."""
 
     def apply(doc: Doc) -> None:
         entity = model.read(doc)
@@ -160,7 +166,7 @@ def update_stored(
         doc.clear()
         doc.update(entity.doc())
 
-    return update(kind, entity_id, apply, expected_version)
+    return apply
 
 
 def remove(kind: str, entity_id: str, doc: Doc) -> None:

@@ -343,16 +343,8 @@ def _write(holdout_id: str, change: Callable[[Doc], None], expected_version: int
 def _write_stored(
     holdout_id: str, change: Callable[[StoredHoldout], None], expected_version: int | None = None
 ) -> Doc:
-    """`_write` through the stored holdout: `change` edits the typed holdout, and the item is
-    written as the model writes it (every key it was read with, plus those the change set)."""
-
-    def apply(doc: Doc) -> None:
-        holdout = StoredHoldout.read(doc)
-        change(holdout)
-        doc.clear()
-        doc.update(holdout.doc())
-
-    return _write(holdout_id, apply, expected_version)
+    """`_write` through the stored holdout (`entities.through`)."""
+    return _write(holdout_id, entities.through(StoredHoldout, change), expected_version)
 
 
 def _update(holdout_id: str, body: HoldoutUpdate | HoldoutPatch) -> Holdout:
