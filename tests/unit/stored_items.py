@@ -4,6 +4,9 @@ order every kind stores them) and the item as the store writes it."""
 import json
 from typing import Any
 
+from expconsole.models.stored import StoredModel
+from expconsole.services.common import lifecycle
+
 CREATED_AND_MODIFIED: dict[str, Any] = {
     "creatorID": "k1",
     "creatorName": "CONSOLE API",
@@ -19,3 +22,10 @@ CREATED_AND_MODIFIED: dict[str, Any] = {
 def written(doc: dict[str, Any]) -> str:
     """The item as the store writes it (key order included)."""
     return json.dumps(doc, separators=(",", ":"))
+
+
+def assert_written_back(model: type[StoredModel], older: dict[str, Any]) -> None:
+    """An item of an older shape reads, and writes back byte for byte, archived or not as it was."""
+    doc = model.read(older).doc()
+    assert written(doc) == written(older)
+    assert lifecycle.is_archived(doc, now=10) == lifecycle.is_archived(older, now=10)

@@ -12,10 +12,9 @@ import pytest
 
 from expconsole.models.gates import Gate, GateCreate, GateFields, GatePatch, GateState, StoredGate
 from expconsole.services import entities
-from expconsole.services.common import lifecycle
 from expconsole.services.gates import present
 from expconsole.store.gate_checks import Usage, hour_of
-from tests.unit.stored_items import CREATED_AND_MODIFIED, written
+from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_written_back, written
 
 # Checked in the last hour, 12 checks an hour: not stale from the SDKs' side, 12 checks per hour.
 CHECKED = Usage(checks=288, passes=100, first_checked=hour_of(0), last_checked=hour_of(entities.now_ms()))
@@ -94,9 +93,7 @@ def test_a_stored_gate_reads_and_writes_back_byte_for_byte() -> None:
     ],
 )
 def test_an_older_shape_reads_and_writes_back_unchanged(older: dict[str, Any]) -> None:
-    gate = StoredGate.read(older)
-    assert written(gate.doc()) == written(older)
-    assert lifecycle.is_archived(gate.doc(), now=10) == lifecycle.is_archived(older, now=10)
+    assert_written_back(StoredGate, older)
 
 
 def test_missing_internal_keys_read_as_the_defaults_and_are_written_once_set() -> None:

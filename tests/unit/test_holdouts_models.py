@@ -22,9 +22,8 @@ from expconsole.models.holdouts import (
 )
 from expconsole.models.stored import ArchiveState
 from expconsole.services import entities
-from expconsole.services.common import lifecycle
 from expconsole.services.holdouts import present
-from tests.unit.stored_items import CREATED_AND_MODIFIED, written
+from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_written_back, written
 
 # A holdout as services/holdouts.py writes it, nulls where it stores them.
 STORED: dict[str, Any] = {
@@ -76,9 +75,7 @@ def test_a_stored_holdout_reads_and_writes_back_byte_for_byte() -> None:
     ],
 )
 def test_an_older_shape_reads_and_writes_back_unchanged(older: dict[str, Any]) -> None:
-    holdout = StoredHoldout.read(older)
-    assert written(holdout.doc()) == written(older)
-    assert lifecycle.is_archived(holdout.doc(), now=10) == lifecycle.is_archived(older, now=10)
+    assert_written_back(StoredHoldout, older)
 
 
 def test_a_missing_state_reads_as_not_archived_and_is_not_written() -> None:

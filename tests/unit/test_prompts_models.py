@@ -12,9 +12,8 @@ import pytest
 
 from expconsole.models.prompts import Prompt, PromptCreate, PromptFields, PromptPatch, StoredPrompt
 from expconsole.models.stored import ArchiveState
-from expconsole.services.common import lifecycle
 from expconsole.services.prompts import present
-from tests.unit.stored_items import CREATED_AND_MODIFIED, written
+from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_written_back, written
 
 # A prompt as services/prompts.py writes it, nulls where it stores them.
 STORED: dict[str, Any] = {
@@ -53,9 +52,7 @@ def test_a_stored_prompt_reads_and_writes_back_byte_for_byte() -> None:
     ],
 )
 def test_an_older_shape_reads_and_writes_back_unchanged(older: dict[str, Any]) -> None:
-    prompt = StoredPrompt.read(older)
-    assert written(prompt.doc()) == written(older)
-    assert lifecycle.is_archived(prompt.doc(), now=10) == lifecycle.is_archived(older, now=10)
+    assert_written_back(StoredPrompt, older)
 
 
 def test_a_missing_state_reads_as_not_archived_and_is_not_written() -> None:
