@@ -9,13 +9,14 @@ the experiment as it would be stored, so create, full update, patch and restart 
 
 import datetime as dt
 import math
-from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
 from pydantic import (
     AfterValidator,
     Field,
     PlainValidator,
+    PrivateAttr,
     StringConstraints,
     WithJsonSchema,
     field_validator,
@@ -33,7 +34,8 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import EventWarning, MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
 from expconsole.models.pagination import PageQuery, Pagination
-from expconsole.models.rules import RuleFields, RuleOut
+from expconsole.models.rules import RolloutsOut, RuleFields, RuleOut, RuleOutFields
+from expconsole.models.stored import StoredModel
 
 # --- scalar types ------------------------------------------------------------------------------------
 
@@ -662,7 +664,59 @@ def _quality_errors(doc: dict[str, Any]) -> list[dict[str, str]]:
     return errors
 
 
-# --- responses --------------------------------------------------------------------------------------------
+# --- stored and answered ---------------------------------------------------------------------------------
+
+
+def _absent(value: object) -> bool:
+    """`exclude_if` of the keys an experiment stores only when set: left out rather than null."""
+    return value is None
+
+
+def _in_order(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """`values` with the keys of `order` where they were, then the others as they come: how a dict
+    read in that order and changed in place (values replaced, keys popped, keys added) reads."""
+    out = {key: values[key] for key in order if key in values}
+    out.update(values)
+    return out
+
+
+class _KeptOrder(StoredModel):
+    """A stored model whose item keeps its keys in the order they were read: an experiment's keys
+    follow its history (a key set after the create comes after `version`, one popped and set again
+    comes last), so writing one back in the declared order would move them. Keys set since are
+    written after them, in the declared order, as `dict.update` and `dict.pop` left them."""
+
+    _read_order: tuple[str, ...] = PrivateAttr(default=())
+
+    @classmethod
+    def read(cls, doc: Mapping[str, Any]) -> Self:
+        stored = super().read(doc)
+        stored._read_order = tuple(doc)
+        return stored
+
+    def unset(self, name: str) -> None:
+        """Leave field `name` out of the item, as popping its key would (set again, it comes last)."""
+        field = type(self).model_fields[name]
+        self.__dict__[name] = field.get_default(call_default_factory=True, validated_data={})
+        self.__pydantic_fields_set__.discard(name)
+        key = field.alias or name
+        self._read_order = tuple(k for k in self._read_order if k != key)
+
+    def doc(self) -> dict[str, Any]:
+        return _in_order(super().doc(), self._read_order)
+
+
+class ExperimentState(_KeptOrder):
+    """An experiment's `_state`: the state archive left (`unarchive` returns to it), the analysis
+    start a warehouse start stores, and the layer buckets it took at its start (written by
+    services.layer_buckets.take_buckets). An item may hold only some of these keys, in any order,
+    or others: they are kept."""
+
+    archivedFrom: ExperimentStatus | None = None
+    archiveReason: str | None = None
+    archivedTime: int | None = None
+    analysisStartTime: str | None = None
+    layerBuckets: list[int] | None = None
 
 
 class ExperimentGroup(ResponseModel):
@@ -673,7 +727,140 @@ class ExperimentGroup(ResponseModel):
     description: str
     disabled: bool
     highlighted: bool
-    foreignGroupID: str | None = None
+    foreignGroupID: str | None = Field(None, exclude_if=_absent)
+
+
+class _InlineReturnValue(ResponseModel):
+    returnValue: dict[str, Any] | None = Field(None, exclude_if=_absent)
+
+
+# An inline targeting rule as stored and answered: `returnValue`, when sent, between the rule's fields
+# and its rollouts (services.common.rules.rule_doc). (A docstring would become the schema's
+# description in openapi.json.)
+class InlineRuleOut(RolloutsOut, _InlineReturnValue, RuleOutFields):
+    pass
+
+
+class ExperimentFields(ResponseModel):
+    """What an experiment stores and answers alike, in the order a new experiment stores them: the
+    fields every experiment holds (services.experiments.defaults), those stored only when sent (left
+    out rather than null; in the order a body lists them), the owner and bookkeeping, then those
+    set by the lifecycle. A stored experiment keeps the order its item has (`_KeptOrder`)."""
+
+    id: str
+    name: str
+    description: str
+    idType: str
+    secondaryIDType: str | None
+    identityResolutionSource: str | None
+    hypothesis: str
+    links: list[dict[str, Any]]
+    externalEvents: list[dict[str, Any]]
+    groups: list[ExperimentGroup]
+    allocation: Number
+    userBuckets: list[Number]
+    layerID: str | None
+    targetingGateID: str | None
+    launchedGroupID: str | None
+    duration: int
+    startTime: int | None
+    endTime: int | None
+    decisionTime: int | None
+    decisionReason: str | None
+    status: ExperimentStatus
+    experimentType: ExperimentType
+    isSidecar: bool
+    isAnalysisOnly: bool | None
+    enabledNonProdEnvironments: list[str]
+    inlineTargetingRules: list[InlineRuleOut]
+    primaryMetrics: list[dict[str, Any]]
+    secondaryMetrics: list[dict[str, Any]]
+    otherMetrics: list[dict[str, Any]]
+    primaryMetricTags: list[str]
+    secondaryMetricTags: list[str]
+    sequentialTesting: bool
+    bonferroniCorrection: bool
+    bonferroniCorrectionPerMetric: bool
+    benjaminiHochbergPerVariant: bool
+    benjaminiHochbergPerMetric: bool
+    benjaminiPrimaryMetricsOnly: bool
+    defaultConfidenceInterval: ConfidenceInterval
+    defaultRollupWindow: int
+    bayesianPriors: list[dict[str, Any]]
+    analyticsType: AnalyticsType
+    sprtMDESettings: list[dict[str, Any]]
+    cureCovariates: list[dict[str, Any]]
+    preComputedUserDimensions: list[dict[str, Any]]
+    assignmentSourceFilters: list[dict[str, Any]]
+    allocationDuration: int | None
+    cohortedMetricsMatureAfterEnd: bool
+    cohortWaitUntilEndToInclude: bool
+    scheduledReloadHour: int | None
+    scheduledReloadDays: list[int] | None
+    turboMode: bool
+    manualQualityScores: list[dict[str, Any]]
+    summarySections: list[dict[str, Any]]
+    reviewSettings: ReviewSettings
+    tags: list[str]
+    targetApps: list[str]
+    holdoutIDs: list[str]
+    team: str | None
+    teamID: str | None
+    identifierMappingMode: IdentifierMappingMode | None = Field(None, exclude_if=_absent)
+    externalExperimentName: str | None = Field(None, exclude_if=_absent)
+    controlGroupID: str | None = Field(None, exclude_if=_absent)
+    targetExposures: int | None = Field(None, exclude_if=_absent)
+    defaultChanceToBeatThreshold: Number | None = Field(None, exclude_if=_absent)
+    assignmentSourceName: str | None = Field(None, exclude_if=_absent)
+    assignmentSourceExperimentName: str | None = Field(None, exclude_if=_absent)
+    cohortedAnalysisDuration: int | None = Field(None, exclude_if=_absent)
+    fixedAnalysisDuration: int | None = Field(None, exclude_if=_absent)
+    scheduledReloadType: ReloadType | None = Field(None, exclude_if=_absent)
+    analysisEndTime: str | None = Field(None, exclude_if=_absent)
+    defaultSPRTPowerParam: Number | None = Field(None, exclude_if=_absent)
+    defaultSPRTMDE: Number | None = Field(None, exclude_if=_absent)
+    sprtBaselineMode: SprtBaselineMode | None = Field(None, exclude_if=_absent)
+    subtype: str | None = Field(None, exclude_if=_absent)
+    stratifiedSampling: dict[str, Any] | None = Field(None, exclude_if=_absent)
+    owner: Owner
+    creatorID: str | None
+    creatorName: str
+    creatorEmail: str | None
+    createdTime: int
+    lastModifierID: str | None
+    lastModifierName: str | None
+    lastModifierEmail: str | None
+    lastModifiedTime: int
+    version: int
+    scheduledStartTime: int | None = Field(
+        None, exclude_if=_absent, description="Set by schedule_start until the start happens."
+    )
+    activeReview: dict[str, Any] | None = Field(None, exclude_if=_absent)
+
+
+class StoredExperiment(_KeptOrder, ExperimentFields):
+    """An experiment as the table holds it: its fields, in its item's order, plus internal state,
+    never answered as such: `_state` (ExperimentState) and `_health`, the health checks pulse
+    stores (services.pulse.run, `dynamo.set_internal`; its document, kept as pulse wrote it).
+    An item without them reads with the defaults and is written back without them unless a
+    change sets them; keys of other modules are kept."""
+
+    state: ExperimentState = Field(default_factory=ExperimentState, alias="_state")
+    health: dict[str, Any] | None = Field(None, alias="_health")
+
+    @classmethod
+    def read(cls, doc: Mapping[str, Any]) -> Self:
+        stored = super().read(doc)
+        state = doc.get("_state")
+        if isinstance(state, Mapping):
+            stored.state._read_order = tuple(state)
+        return stored
+
+    def doc(self) -> dict[str, Any]:
+        out = super().doc()
+        if isinstance(out.get("_state"), dict):
+            out["_state"] = _in_order(out["_state"], self.state._read_order)
+        return out
 
 
 class QualityCriterion(ResponseModel):
