@@ -12,13 +12,15 @@ from typing import Any
 import pytest
 
 from expconsole.models.experiments import (
+    Experiment,
     ExperimentCreate,
+    ExperimentEnvelope,
     ExperimentFields,
     ExperimentPatch,
     ExperimentState,
     StoredExperiment,
 )
-from expconsole.services import experiments
+from expconsole.services import entities, experiments
 from expconsole.services.common import lifecycle
 from tests.unit.stored_items import CREATED_AND_MODIFIED, written
 
@@ -102,7 +104,13 @@ OPTIONAL = (
     "defaultChanceToBeatThreshold",
     "stratifiedSampling",
 )
-HEALTH = {"status": "FAILED", "checks": [{"name": "srm", "status": "FAILED", "metadata": {"p": 0.001}}]}
+# As services.pulse.run.health_doc writes it.
+HEALTH = {
+    "status": "FAILED",
+    "checks": [
+        {"name": "SRM", "description": "d", "status": "FAILED", "type": "srm", "metadata": {"p": 0.001}}
+    ],
+}
 
 
 def test_a_stored_experiment_reads_and_writes_back_byte_for_byte() -> None:
@@ -221,3 +229,38 @@ def test_request_fields_are_experiment_fields_but_the_rules_as_json() -> None:
     assert ExperimentPatch.model_fields.keys() - ExperimentFields.model_fields.keys() == {
         "inlineTargetingRulesJSON"
     }
+
+
+DERIVED = [
+    "inlineTargetingRulesJSON",
+    "permalink",
+    "isStale",
+    "qualityScore",
+    "healthCheckStatus",
+    "healthChecks",
+]
+
+
+def test_the_answer_is_the_stored_public_fields_in_their_order_then_the_derived_ones() -> None:
+    later = {**STORED, "_health": HEALTH, "_state": {"layerBuckets": [1]}, "analysisEndTime": "2026-03-01"}
+    answer = experiments.answer(later)
+    dumped = answer.model_dump(mode="json")
+    assert list(dumped) == [*entities.public(later), *DERIVED]
+    assert written(dumped) == written(experiments.present(later))
+    assert dumped["healthCheckStatus"] == "FAILED"
+    assert list(Experiment.model_fields) == [*ExperimentFields.model_fields, *DERIVED]
+
+
+def test_an_answer_leaves_out_the_keys_its_item_does_not_hold() -> None:
+    item = {k: v for k, v in STORED.items() if k not in OPTIONAL}
+    dumped = experiments.answer(item).model_dump(mode="json")
+    assert not set(OPTIONAL) & set(dumped)
+    assert "foreignGroupID" not in dumped["groups"][0]
+    assert "returnValue" not in dumped["inlineTargetingRules"][1]
+
+
+def test_an_envelope_answers_warnings_only_when_given() -> None:
+    answer = experiments.answer(STORED)
+    assert list(ExperimentEnvelope(message="m", data=answer).model_dump(mode="json")) == ["message", "data"]
+    with_warnings = ExperimentEnvelope(message="m", data=answer, warnings=[])
+    assert with_warnings.model_dump(mode="json")["warnings"] == []

@@ -1,10 +1,17 @@
-"""Experiments: request bodies, the list query, the response shape and the design checks.
+"""Experiments: request bodies, the list query, the stored experiment, the response shape and the
+design checks.
 
 Field limits are the contract's (`spec/console-api.md`, "Experiment" and "Limits"); where it is
 silent they follow the peer API, and a few generous caps keep a stored experiment within one
 DynamoDB item. Checks that relate several fields (group sizes summing to 100, the control group
 naming a group, complete SPRT settings, ...) live in `design_errors`, which the service runs on
 the experiment as it would be stored, so create, full update, patch and restart share them.
+
+An experiment's fields are declared once, in `ExperimentFields`, in the order a new experiment
+stores them: the stored experiment (`StoredExperiment`) adds its internal `_state` and `_health`,
+the answer (`Experiment`) the fields derived on every read. Both keep the key order of the item
+they come from, which follows its history (`_KeptOrder`), so a read and a write change nothing
+and an answer is the stored keys in their order, then the derived ones, as it has always been.
 """
 
 import datetime as dt
@@ -17,9 +24,11 @@ from pydantic import (
     Field,
     PlainValidator,
     PrivateAttr,
+    SerializerFunctionWrapHandler,
     StringConstraints,
     WithJsonSchema,
     field_validator,
+    model_serializer,
 )
 
 from expconsole.models.base import (
@@ -34,7 +43,7 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import EventWarning, MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
 from expconsole.models.pagination import PageQuery, Pagination
-from expconsole.models.rules import RolloutsOut, RuleFields, RuleOut, RuleOutFields
+from expconsole.models.rules import RolloutsOut, RuleFields, RuleOutFields
 from expconsole.models.stored import StoredModel
 
 # --- scalar types ------------------------------------------------------------------------------------
@@ -884,107 +893,43 @@ class HealthCheck(ResponseModel):
     metadata: dict[str, Any] | None = None
 
 
-class Experiment(ResponseModel):
-    id: str
-    name: str
-    description: str
-    idType: str
-    secondaryIDType: str | None
-    identifierMappingMode: IdentifierMappingMode | None = None
-    identityResolutionSource: str | None
-    lastModifierID: str | None
-    lastModifierName: str | None
-    lastModifierEmail: str | None
-    lastModifiedTime: int
-    createdTime: int
-    creatorID: str | None
-    creatorEmail: str | None
-    creatorName: str
-    tags: list[str]
-    targetApps: list[str]
-    holdoutIDs: list[str]
-    team: str | None
-    teamID: str | None
-    version: int
-    permalink: str
-    owner: Owner
-    isStale: bool
-    links: list[dict[str, Any]]
-    externalEvents: list[dict[str, Any]]
-    externalExperimentName: str | None = None
-    hypothesis: str
-    groups: list[ExperimentGroup]
-    controlGroupID: str | None = None
-    allocation: Number
-    userBuckets: list[Number]
-    layerID: str | None
-    targetingGateID: str | None
-    launchedGroupID: str | None
-    duration: int
-    targetExposures: int | None = None
-    startTime: int | None
-    endTime: int | None
-    decisionTime: int | None
-    decisionReason: str | None
-    scheduledStartTime: int | None = Field(None, description="Set by schedule_start until the start happens.")
-    status: ExperimentStatus
-    experimentType: ExperimentType
-    subtype: str | None = None
-    isSidecar: bool
-    isAnalysisOnly: bool | None
-    enabledNonProdEnvironments: list[str]
+# An experiment as the API answers it: its stored fields, in its item's order, then those derived on
+# every read (services.experiments.present builds it in that order; `of` keeps it). (A docstring
+# would become the schema's description in openapi.json.)
+class Experiment(ExperimentFields):
     inlineTargetingRulesJSON: str
-    inlineTargetingRules: list[RuleOut]
-    primaryMetrics: list[dict[str, Any]]
-    secondaryMetrics: list[dict[str, Any]]
-    otherMetrics: list[dict[str, Any]]
-    primaryMetricTags: list[str]
-    secondaryMetricTags: list[str]
-    sequentialTesting: bool
-    bonferroniCorrection: bool
-    bonferroniCorrectionPerMetric: bool
-    benjaminiHochbergPerVariant: bool
-    benjaminiHochbergPerMetric: bool
-    benjaminiPrimaryMetricsOnly: bool
-    defaultConfidenceInterval: ConfidenceInterval
-    defaultRollupWindow: int
-    defaultChanceToBeatThreshold: Number | None = None
-    bayesianPriors: list[dict[str, Any]]
-    analyticsType: AnalyticsType
-    defaultSPRTPowerParam: Number | None = None
-    defaultSPRTMDE: Number | None = None
-    sprtBaselineMode: SprtBaselineMode | None = None
-    sprtMDESettings: list[dict[str, Any]]
-    cureCovariates: list[dict[str, Any]]
-    preComputedUserDimensions: list[dict[str, Any]]
-    stratifiedSampling: dict[str, Any] | None = None
-    assignmentSourceName: str | None = None
-    assignmentSourceExperimentName: str | None = None
-    assignmentSourceFilters: list[dict[str, Any]]
-    allocationDuration: int | None
-    cohortedAnalysisDuration: int | None = None
-    cohortedMetricsMatureAfterEnd: bool
-    cohortWaitUntilEndToInclude: bool
-    fixedAnalysisDuration: int | None = None
-    scheduledReloadHour: int | None
-    scheduledReloadType: ReloadType | None = None
-    scheduledReloadDays: list[int] | None
-    turboMode: bool
-    analysisEndTime: str | None = None
-    manualQualityScores: list[dict[str, Any]]
+    permalink: str
+    isStale: bool
     qualityScore: QualityScore
-    summarySections: list[dict[str, Any]]
-    reviewSettings: ReviewSettings
-    activeReview: dict[str, Any] | None = None
     healthCheckStatus: str
     healthChecks: list[HealthCheck]
+
+    _keys: tuple[str, ...] = PrivateAttr(default=())
+
+    @classmethod
+    def of(cls, answer: Mapping[str, Any]) -> Self:
+        """The answer as services.experiments.present builds it: its keys, in its order (an
+        experiment's stored keys follow its history, see `_KeptOrder`)."""
+        experiment = cls.model_validate(answer)
+        experiment._keys = tuple(answer)
+        return experiment
+
+    # No return annotation: the schema of the answer stays its fields' (openapi.json).
+    @model_serializer(mode="wrap")
+    def _in_answered_order(self, handler: SerializerFunctionWrapHandler):
+        out = handler(self)
+        if not self._keys:
+            return out
+        return {key: out[key] for key in self._keys if key in out}
 
 
 class ExperimentEnvelope(ResponseModel):
     message: str
     data: Experiment
     warnings: list[EventWarning] | None = Field(
-        None, description="On create and update: events named that were never logged (typos?)."
+        None,
+        exclude_if=_absent,
+        description="On create and update: events named that were never logged (typos?).",
     )
 
 

@@ -112,6 +112,7 @@ from expconsole.models.experiments import (
     METRIC_LISTS,
     NULLABLE_FIELDS,
     AbandonBody,
+    Experiment,
     ExperimentCreate,
     ExperimentListQuery,
     ExperimentPatch,
@@ -331,7 +332,8 @@ def _group_out(group: Doc) -> Doc:
 
 
 def present(doc: Doc, *, now: int | None = None, live: bool = True) -> Doc:
-    """The experiment as the API returns it. `live=False` shows a stored snapshot as it was."""
+    """The experiment as the API returns it, as JSON values (how other kinds' listings show
+    experiments: entities.Presenter). `live=False` shows a stored snapshot as it was."""
     now = entities.now_ms() if now is None else now
     if live:
         doc = effective(doc, now)
@@ -349,6 +351,11 @@ def present(doc: Doc, *, now: int | None = None, live: bool = True) -> Doc:
         **health(doc),
     )
     return out
+
+
+def answer(doc: Doc, *, now: int | None = None, live: bool = True) -> Experiment:
+    """The experiment as the API returns it (`present`), as the response model."""
+    return Experiment.of(present(doc, now=now, live=live))
 
 
 # --- normalising a body's fields ----------------------------------------------------------------------------
@@ -601,7 +608,7 @@ def _new_id(name: str, given: str | None) -> str:
 # --- create, read, list ------------------------------------------------------------------------------------
 
 
-def create(body: ExperimentCreate) -> Doc:
+def create(body: ExperimentCreate) -> Experiment:
     sent = body.changes()
     exp_id = _new_id(body.name, sent.pop("id", None))
     if sent.get("status", "setup") != "setup":
@@ -625,11 +632,11 @@ def create(body: ExperimentCreate) -> Doc:
     _check_references(doc, REFERENCE_FIELDS)
     _check_placement(doc, PLACEMENT_FIELDS)
     _check_size(doc)
-    return present(_insert(exp_id, doc))
+    return answer(_insert(exp_id, doc))
 
 
-def get(exp_id: str) -> Doc:
-    return present(entities.load(KIND, exp_id))
+def get(exp_id: str) -> Experiment:
+    return answer(entities.load(KIND, exp_id))
 
 
 def _day_start_ms(day: str) -> int:
@@ -662,7 +669,7 @@ def _matches(exp: Doc, q: ExperimentListQuery, created_from: int | None, created
     return all(checks)
 
 
-def list_experiments(q: ExperimentListQuery) -> Page[Doc]:
+def list_experiments(q: ExperimentListQuery) -> Page[Experiment]:
     created_from = _day_start_ms(q.createdStartDate) if q.createdStartDate else None
     created_before = _day_start_ms(q.createdEndDate) + DAY_MS if q.createdEndDate else None
     if created_from is not None and created_before is not None and created_before <= created_from:
@@ -673,16 +680,15 @@ def list_experiments(q: ExperimentListQuery) -> Page[Doc]:
         exp = present(doc, now=now)
         if _matches(exp, q, created_from, created_before):
             matching.append(exp)
-    return page_of(matching, page=q.page, limit=q.limit)
+    return page_of(matching, page=q.page, limit=q.limit).map(Experiment.of)
 
 
-def versions(exp_id: str, page: int, limit: int) -> Page[Doc]:
+def versions(exp_id: str, page: int, limit: int) -> Page[Experiment]:
     snapshots = dynamo.versions(KIND, exp_id)
     if not snapshots:
         entities.load(KIND, exp_id)  # 404 when the experiment does not exist
     now = entities.now_ms()
-    shown = [present(s, now=now, live=False) for s in snapshots]
-    return page_of(shown, page=page, limit=limit)
+    return page_of(snapshots, page=page, limit=limit).map(lambda s: answer(s, now=now, live=False))
 
 
 # --- updates -----------------------------------------------------------------------------------------------
@@ -727,7 +733,7 @@ def _write(
     expected_version: int | None = None,
     *,
     linked: bool = False,
-) -> Doc:
+) -> Experiment:
     """`linked`: the change may touch `holdoutIDs`, so the holdouts change with it (hook 1)."""
 
     def apply(exp: StoredExperiment) -> None:
@@ -741,11 +747,11 @@ def _write(
     if linked:
         from expconsole.services import holdouts  # the other side of the link
 
-        return present(holdouts.update_experiment(exp_id, _typed(apply), expected_version))
-    return present(entities.update_stored(KIND, exp_id, StoredExperiment, apply, expected_version))
+        return answer(holdouts.update_experiment(exp_id, _typed(apply), expected_version))
+    return answer(entities.update_stored(KIND, exp_id, StoredExperiment, apply, expected_version))
 
 
-def _update(exp_id: str, body: ExperimentUpdate | ExperimentPatch) -> Doc:
+def _update(exp_id: str, body: ExperimentUpdate | ExperimentPatch) -> Experiment:
     sent = body.changes()
     sent.pop("version", None)
 
@@ -763,14 +769,14 @@ def _update(exp_id: str, body: ExperimentUpdate | ExperimentPatch) -> Doc:
     return _write(exp_id, change, body.version, linked="holdoutIDs" in sent)
 
 
-def full_update(exp_id: str, body: ExperimentUpdate) -> Doc:
+def full_update(exp_id: str, body: ExperimentUpdate) -> Experiment:
     return _update(exp_id, body)
 
 
-def patch(exp_id: str, body: ExperimentPatch) -> Doc:
+def patch(exp_id: str, body: ExperimentPatch) -> Experiment:
     stored = partial.unchanged(KIND, exp_id, partial.changes_of(body.changes()), body.version)
     if stored is not None:
-        return present(stored)
+        return answer(stored)
     return _update(exp_id, body)
 
 
@@ -791,7 +797,7 @@ def delete(exp_id: str) -> None:
 # --- lifecycle ---------------------------------------------------------------------------------------------
 
 
-def _action(exp_id: str, action: str, effect: Callable[[StoredExperiment, int], None]) -> Doc:
+def _action(exp_id: str, action: str, effect: Callable[[StoredExperiment, int], None]) -> Experiment:
     def change(exp: StoredExperiment, now: int) -> None:
         _require_state(exp, action)
         effect(exp, now)
@@ -799,7 +805,7 @@ def _action(exp_id: str, action: str, effect: Callable[[StoredExperiment, int], 
     return _write(exp_id, change)
 
 
-def start(exp_id: str, body: ExperimentStartBody) -> Doc:
+def start(exp_id: str, body: ExperimentStartBody) -> Experiment:
     def effect(exp: StoredExperiment, now: int) -> None:
         exp.status = "active"
         exp.startTime = now
@@ -814,7 +820,7 @@ def start(exp_id: str, body: ExperimentStartBody) -> Doc:
     return _action(exp_id, "start", effect)
 
 
-def schedule_start(exp_id: str, scheduled_time: int | float) -> Doc:
+def schedule_start(exp_id: str, scheduled_time: int | float) -> Experiment:
     if scheduled_time != int(scheduled_time):
         raise Invalid.field("scheduledTime", "must be whole milliseconds since the epoch")
     when = int(scheduled_time)
@@ -831,7 +837,7 @@ def schedule_start(exp_id: str, scheduled_time: int | float) -> Doc:
     return _action(exp_id, "schedule_start", effect)
 
 
-def make_decision(exp_id: str, body: MakeDecisionBody) -> Doc:
+def make_decision(exp_id: str, body: MakeDecisionBody) -> Experiment:
     def effect(exp: StoredExperiment, now: int) -> None:
         ids = [g.id for g in exp.groups]
         if body.id not in ids:
@@ -850,7 +856,7 @@ def make_decision(exp_id: str, body: MakeDecisionBody) -> Doc:
     return _action(exp_id, "make_decision", effect)
 
 
-def abandon(exp_id: str, body: AbandonBody) -> Doc:
+def abandon(exp_id: str, body: AbandonBody) -> Experiment:
     def effect(exp: StoredExperiment, now: int) -> None:
         exp.status = "abandoned"
         exp.decisionReason = body.decisionReason
@@ -861,7 +867,7 @@ def abandon(exp_id: str, body: AbandonBody) -> Doc:
     return _action(exp_id, "abandon", effect)
 
 
-def reset(exp_id: str) -> Doc:
+def reset(exp_id: str) -> Experiment:
     def effect(exp: StoredExperiment, now: int) -> None:
         exp.status = "setup"
         exp.set_fields(dict.fromkeys(LIFECYCLE_FIELDS))
@@ -870,7 +876,7 @@ def reset(exp_id: str) -> Doc:
     return _action(exp_id, "reset", effect)
 
 
-def archive(exp_id: str, reason: str | None) -> Doc:
+def archive(exp_id: str, reason: str | None) -> Experiment:
     def effect(exp: StoredExperiment, now: int) -> None:
         state = exp.state
         state.archivedFrom = exp.status
@@ -883,7 +889,7 @@ def archive(exp_id: str, reason: str | None) -> Doc:
     return _action(exp_id, "archive", effect)
 
 
-def unarchive(exp_id: str) -> Doc:
+def unarchive(exp_id: str) -> Experiment:
     def effect(exp: StoredExperiment, now: int) -> None:
         state = exp.state
         exp.status = state.archivedFrom or "setup"
@@ -899,7 +905,7 @@ def _control_id(exp: StoredExperiment) -> str:
     return exp.controlGroupID or exp.groups[0].id
 
 
-def _set_groups_disabled(exp_id: str, names: list[str], disabled: bool) -> Doc:
+def _set_groups_disabled(exp_id: str, names: list[str], disabled: bool) -> Experiment:
     action = "disable_groups" if disabled else "enable_groups"
 
     def effect(exp: StoredExperiment, now: int) -> None:
@@ -925,15 +931,15 @@ def _set_groups_disabled(exp_id: str, names: list[str], disabled: bool) -> Doc:
     return _action(exp_id, action, effect)
 
 
-def disable_groups(exp_id: str, names: list[str]) -> Doc:
+def disable_groups(exp_id: str, names: list[str]) -> Experiment:
     return _set_groups_disabled(exp_id, names, True)
 
 
-def enable_groups(exp_id: str, names: list[str]) -> Doc:
+def enable_groups(exp_id: str, names: list[str]) -> Experiment:
     return _set_groups_disabled(exp_id, names, False)
 
 
-def restart_as_new(exp_id: str, name: str) -> Doc:
+def restart_as_new(exp_id: str, name: str) -> Experiment:
     source = effective(entities.load(KIND, exp_id))
     _require_state(source, "restart_as_new")
     new_id = _new_id(name, None)
@@ -950,4 +956,4 @@ def restart_as_new(exp_id: str, name: str) -> Doc:
     _check_references(doc, REFERENCE_FIELDS)
     _check_placement(doc, PLACEMENT_FIELDS)
     _check_size(doc)
-    return present(_insert(new_id, doc))
+    return answer(_insert(new_id, doc))
