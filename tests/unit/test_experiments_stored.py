@@ -16,6 +16,7 @@ from expconsole.models.experiments import (
     ExperimentCreate,
     ExperimentEnvelope,
     ExperimentFields,
+    ExperimentListEnvelope,
     ExperimentPatch,
     ExperimentState,
     StoredExperiment,
@@ -95,6 +96,14 @@ STORED: dict[str, Any] = {
 }
 
 INTERNAL = ("_state", "_health")
+PAGINATION = {
+    "itemsPerPage": 1,
+    "pageNumber": 1,
+    "totalItems": 1,
+    "nextPage": None,
+    "previousPage": None,
+    "all": "/console/v1/experiments",
+}
 # The keys STORED holds only because they were sent.
 OPTIONAL = (
     "identifierMappingMode",
@@ -231,6 +240,12 @@ def test_request_fields_are_experiment_fields_but_the_rules_as_json() -> None:
     }
 
 
+def answered(answer: Experiment) -> dict[str, Any]:
+    """The experiment as an envelope answers it (the answer's keys, in their order)."""
+    data: dict[str, Any] = ExperimentEnvelope(message="m", data=answer).model_dump(mode="json")["data"]
+    return data
+
+
 DERIVED = [
     "inlineTargetingRulesJSON",
     "permalink",
@@ -244,16 +259,18 @@ DERIVED = [
 def test_the_answer_is_the_stored_public_fields_in_their_order_then_the_derived_ones() -> None:
     later = {**STORED, "_health": HEALTH, "_state": {"layerBuckets": [1]}, "analysisEndTime": "2026-03-01"}
     answer = experiments.answer(later)
-    dumped = answer.model_dump(mode="json")
+    dumped = answered(answer)
     assert list(dumped) == [*entities.public(later), *DERIVED]
     assert written(dumped) == written(experiments.present(later))
     assert dumped["healthCheckStatus"] == "FAILED"
     assert list(Experiment.model_fields) == [*ExperimentFields.model_fields, *DERIVED]
+    listed = ExperimentListEnvelope(message="m", data=[answer], pagination=PAGINATION)
+    assert written(listed.model_dump(mode="json")["data"][0]) == written(dumped)
 
 
 def test_an_answer_leaves_out_the_keys_its_item_does_not_hold() -> None:
     item = {k: v for k, v in STORED.items() if k not in OPTIONAL}
-    dumped = experiments.answer(item).model_dump(mode="json")
+    dumped = answered(experiments.answer(item))
     assert not set(OPTIONAL) & set(dumped)
     assert "foreignGroupID" not in dumped["groups"][0]
     assert "returnValue" not in dumped["inlineTargetingRules"][1]
