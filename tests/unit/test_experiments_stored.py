@@ -1,4 +1,5 @@
-"""The stored experiment (models/experiments.py), without a server or a store.
+"""The stored experiment (models/experiments_stored.py) and the answered one (models/experiments.py),
+without a server or a store.
 
 A stored item must read and write back unchanged, whatever shape it was written in: an
 experiment's keys follow its history (a key set after the create comes after `version`), and
@@ -18,9 +19,8 @@ from expconsole.models.experiments import (
     ExperimentFields,
     ExperimentListEnvelope,
     ExperimentPatch,
-    ExperimentState,
-    StoredExperiment,
 )
+from expconsole.models.experiments_stored import ExperimentState, StoredExperiment
 from expconsole.services import entities, experiments
 from expconsole.services.common import lifecycle
 from tests.unit.stored_items import CREATED_AND_MODIFIED, written

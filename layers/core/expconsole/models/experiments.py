@@ -1,5 +1,4 @@
-"""Experiments: request bodies, the list query, the stored experiment, the response shape and the
-design checks.
+"""Experiments: request bodies, the list query, the fields, the response shape and the design checks.
 
 Field limits are the contract's (`spec/console-api.md`, "Experiment" and "Limits"); where it is
 silent they follow the peer API, and a few generous caps keep a stored experiment within one
@@ -8,15 +7,16 @@ naming a group, complete SPRT settings, ...) live in `design_errors`, which the 
 the experiment as it would be stored, so create, full update, patch and restart share them.
 
 An experiment's fields are declared once, in `ExperimentFields`, in the order a new experiment
-stores them: the stored experiment (`StoredExperiment`) adds its internal `_state` and `_health`,
-the answer (`Experiment`) the fields derived on every read. Both keep the key order of the item
-they come from, which follows its history (`_KeptOrder`), so a read and a write change nothing
-and an answer is the stored keys in their order, then the derived ones, as it has always been.
+stores them: the stored experiment (`StoredExperiment`, in models/experiments_stored.py, which a
+write imports) adds its internal `_state` and `_health`, the answer (`Experiment`) the fields
+derived on every read. Both keep the key order of the item they come from, which follows its
+history, so a read and a write change nothing and an answer is the stored keys in their order,
+then the derived ones, as it has always been.
 """
 
 import datetime as dt
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
 from pydantic import (
@@ -43,7 +43,6 @@ from expconsole.models.base import (
 from expconsole.models.common import EventWarning, MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
 from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RolloutsOut, RuleFields, RuleOutFields
-from expconsole.models.stored import StoredModel
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, SerializerFunctionWrapHandler
@@ -683,53 +682,6 @@ def _absent(value: object) -> bool:
     return value is None
 
 
-def _in_order(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
-    """`values` with the keys of `order` where they were, then the others as they come: how a dict
-    read in that order and changed in place (values replaced, keys popped, keys added) reads."""
-    out = {key: values[key] for key in order if key in values}
-    out.update(values)
-    return out
-
-
-class _KeptOrder(StoredModel):
-    """A stored model whose item keeps its keys in the order they were read: an experiment's keys
-    follow its history (a key set after the create comes after `version`, one popped and set again
-    comes last), so writing one back in the declared order would move them. Keys set since are
-    written after them, in the declared order, as `dict.update` and `dict.pop` left them."""
-
-    _read_order: tuple[str, ...] = PrivateAttr(default=())
-
-    @classmethod
-    def read(cls, doc: Mapping[str, Any]) -> Self:
-        stored = super().read(doc)
-        stored._read_order = tuple(doc)
-        return stored
-
-    def unset(self, name: str) -> None:
-        """Leave field `name` out of the item, as popping its key would (set again, it comes last)."""
-        field = type(self).model_fields[name]
-        self.__dict__[name] = field.get_default(call_default_factory=True, validated_data={})
-        self.__pydantic_fields_set__.discard(name)
-        key = field.alias or name
-        self._read_order = tuple(k for k in self._read_order if k != key)
-
-    def doc(self) -> dict[str, Any]:
-        return _in_order(super().doc(), self._read_order)
-
-
-class ExperimentState(_KeptOrder):
-    """An experiment's `_state`: the state archive left (`unarchive` returns to it), the analysis
-    start a warehouse start stores, and the layer buckets it took at its start (written by
-    services.layer_buckets.take_buckets). An item may hold only some of these keys, in any order,
-    or others: they are kept."""
-
-    archivedFrom: ExperimentStatus | None = None
-    archiveReason: str | None = None
-    archivedTime: int | None = None
-    analysisStartTime: str | None = None
-    layerBuckets: list[int] | None = None
-
-
 class ExperimentGroup(ResponseModel):
     name: str
     id: str
@@ -756,7 +708,8 @@ class ExperimentFields(ResponseModel):
     """What an experiment stores and answers alike, in the order a new experiment stores them: the
     fields every experiment holds (services.experiments.defaults), those stored only when sent (left
     out rather than null; in the order a body lists them), the owner and bookkeeping, then those
-    set by the lifecycle. A stored experiment keeps the order its item has (`_KeptOrder`)."""
+    set by the lifecycle. A stored experiment keeps the order its item has
+    (models/experiments_stored.py)."""
 
     id: str
     name: str
@@ -849,31 +802,6 @@ class ExperimentFields(ResponseModel):
     activeReview: dict[str, Any] | None = Field(None, exclude_if=_absent)
 
 
-class StoredExperiment(_KeptOrder, ExperimentFields):
-    """An experiment as the table holds it: its fields, in its item's order, plus internal state,
-    never answered as such: `_state` (ExperimentState) and `_health`, the health checks pulse
-    stores (services.pulse.run, `dynamo.set_internal`; its document, kept as pulse wrote it).
-    An item without them reads with the defaults and is written back without them unless a
-    change sets them; keys of other modules are kept."""
-
-    state: ExperimentState = Field(default_factory=ExperimentState, alias="_state")
-    health: dict[str, Any] | None = Field(None, alias="_health")
-
-    @classmethod
-    def read(cls, doc: Mapping[str, Any]) -> Self:
-        stored = super().read(doc)
-        state = doc.get("_state")
-        if isinstance(state, Mapping):
-            stored.state._read_order = tuple(state)
-        return stored
-
-    def doc(self) -> dict[str, Any]:
-        out = super().doc()
-        if isinstance(out.get("_state"), dict):
-            out["_state"] = _in_order(out["_state"], self.state._read_order)
-        return out
-
-
 class QualityCriterion(ResponseModel):
     criterion: str
     status: str
@@ -912,7 +840,7 @@ class Experiment(ExperimentFields):
     @classmethod
     def of(cls, answer: Mapping[str, Any]) -> Self:
         """The answer as services.experiments.present builds it: its keys, in its order (an
-        experiment's stored keys follow its history, see `_KeptOrder`)."""
+        experiment's stored keys follow its history, see models/experiments_stored.py)."""
         experiment = cls.model_validate(answer)
         experiment._keys = tuple(answer)
         return experiment

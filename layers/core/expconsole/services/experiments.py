@@ -101,7 +101,7 @@ import copy
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
@@ -117,11 +117,9 @@ from expconsole.models.experiments import (
     ExperimentListQuery,
     ExperimentPatch,
     ExperimentStartBody,
-    ExperimentState,
     ExperimentUpdate,
     InlineTargetingRule,
     MakeDecisionBody,
-    StoredExperiment,
     design_errors,
 )
 from expconsole.models.pagination import Page, page_of
@@ -132,6 +130,9 @@ from expconsole.services.common import rules as rules_common
 from expconsole.services.common import size
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
+
+if TYPE_CHECKING:
+    from expconsole.models.experiments_stored import StoredExperiment
 
 KIND = kinds.EXPERIMENT
 DAY_MS = 86_400_000
@@ -620,6 +621,8 @@ def create(body: ExperimentCreate) -> Experiment:
     creator = {k: sent.pop(k, None) for k in ("creatorID", "creatorEmail")}
     fields = {"id": exp_id, "name": body.name, **defaults()}
     changes = _normalise(sent, fields)
+    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
+
     exp = StoredExperiment(
         **fields,
         owner=Owner.model_validate(entities.owner_for(sent.get("owner"))),
@@ -711,12 +714,14 @@ def _take_buckets(exp: StoredExperiment) -> None:
     before = doc.get("_state")
     layer_buckets.take_buckets(doc)
     if doc.get("_state") != before:
-        exp.state = ExperimentState.read(doc["_state"])
+        exp.state = type(exp.state).read(doc["_state"])
 
 
 def _typed(change: Callable[[StoredExperiment], None]) -> Callable[[Doc], None]:
     """A change of the stored experiment as a change of its item (as entities.update_stored makes
     one), for holdouts.update_experiment, which writes the holdouts it joins or leaves with it."""
+
+    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
 
     def apply(doc: Doc) -> None:
         exp = StoredExperiment.read(doc)
@@ -748,6 +753,8 @@ def _write(
         from expconsole.services import holdouts  # the other side of the link
 
         return answer(holdouts.update_experiment(exp_id, _typed(apply), expected_version))
+    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
+
     return answer(entities.update_stored(KIND, exp_id, StoredExperiment, apply, expected_version))
 
 
@@ -951,6 +958,8 @@ def restart_as_new(exp_id: str, name: str) -> Experiment:
         **dict.fromkeys(LIFECYCLE_FIELDS),
         **entities.bookkeeping(),
     )
+    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
+
     doc = StoredExperiment.read(doc).doc()
     _check_design(doc)
     _check_references(doc, REFERENCE_FIELDS)
