@@ -717,21 +717,6 @@ def _take_buckets(exp: StoredExperiment) -> None:
         exp.state = type(exp.state).read(doc["_state"])
 
 
-def _typed(change: Callable[[StoredExperiment], None]) -> Callable[[Doc], None]:
-    """A change of the stored experiment as a change of its item (as entities.update_stored makes
-    one), for holdouts.update_experiment, which writes the holdouts it joins or leaves with it."""
-
-    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
-
-    def apply(doc: Doc) -> None:
-        exp = StoredExperiment.read(doc)
-        change(exp)
-        doc.clear()
-        doc.update(exp.doc())
-
-    return apply
-
-
 def _write(
     exp_id: str,
     change: Callable[[StoredExperiment, int], None],
@@ -749,12 +734,13 @@ def _write(
             _take_buckets(exp)
         _check_size(exp.doc())
 
+    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
+
     if linked:
         from expconsole.services import holdouts  # the other side of the link
 
-        return answer(holdouts.update_experiment(exp_id, _typed(apply), expected_version))
-    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
-
+        change_doc = entities.through(StoredExperiment, apply)
+        return answer(holdouts.update_experiment(exp_id, change_doc, expected_version))
     return answer(entities.update_stored(KIND, exp_id, StoredExperiment, apply, expected_version))
 
 
