@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole.api.app import build
 from expconsole.api.docs import responses
-from expconsole.api.envelope import ok, paged, warned
+from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
-from expconsole.models.common import Message, UnarchiveBody
+from expconsole.models.common import EventWarning, Message, UnarchiveBody
 from expconsole.models.experiments import (
     AbandonBody,
+    Experiment,
     ExperimentArchiveBody,
     ExperimentCreate,
     ExperimentEnvelope,
@@ -35,14 +36,15 @@ ONE = f"{BASE}/<id>"
 TAGS = ["Experiments"]
 
 
-def _updated(experiment: dict[str, Any]) -> dict[str, Any]:
-    return ok("Experiment updated successfully.", experiment)
+def _answer(message: str, experiment: Experiment) -> ExperimentEnvelope:
+    return ExperimentEnvelope(message=message, data=experiment)
 
 
-def _warned(experiment: dict[str, Any]) -> dict[str, Any]:
-    """An update that may change the metrics: warn of those on events never logged."""
-    warnings = event_names.experiment_warnings(experiment)
-    return warned("Experiment updated successfully.", experiment, warnings)
+def _warned(message: str, experiment: Experiment) -> ExperimentEnvelope:
+    """An answer to a change that may name metrics: warn of those on events never logged."""
+    metrics = {"primaryMetrics": experiment.primaryMetrics, "secondaryMetrics": experiment.secondaryMetrics}
+    warnings = [EventWarning.model_validate(w) for w in event_names.experiment_warnings(metrics)]
+    return ExperimentEnvelope(message=message, data=experiment, warnings=warnings)
 
 
 @router.post(
@@ -51,10 +53,8 @@ def _warned(experiment: dict[str, Any]) -> dict[str, Any]:
     summary="Create an experiment",
     responses=responses(201, ExperimentEnvelope, "Created", 409),
 )
-def create_experiment(body: ExperimentCreate) -> tuple[dict[str, Any], int]:
-    experiment = experiments.create(body)
-    warnings = event_names.experiment_warnings(experiment)
-    return warned("Experiment created successfully.", experiment, warnings), 201
+def create_experiment(body: ExperimentCreate) -> tuple[ExperimentEnvelope, int]:
+    return _warned("Experiment created successfully.", experiments.create(body)), 201
 
 
 @router.get(
@@ -63,8 +63,9 @@ def create_experiment(body: ExperimentCreate) -> tuple[dict[str, Any], int]:
     summary="List experiments",
     responses=responses(200, ExperimentListEnvelope, "A page of experiments"),
 )
-def list_experiments(query: Annotated[ExperimentListQuery, Query()]) -> dict[str, Any]:
-    return paged("Experiments listed successfully.", experiments.list_experiments(query), router)
+def list_experiments(query: Annotated[ExperimentListQuery, Query()]) -> ExperimentListEnvelope:
+    page = experiments.list_experiments(query)
+    return ExperimentListEnvelope.model_validate(paged("Experiments listed successfully.", page, router))
 
 
 @router.get(
@@ -73,8 +74,8 @@ def list_experiments(query: Annotated[ExperimentListQuery, Query()]) -> dict[str
     summary="Read an experiment",
     responses=responses(200, ExperimentEnvelope, "The experiment", 404),
 )
-def get_experiment(id: str) -> dict[str, Any]:
-    return ok("Experiment read successfully.", experiments.get(id))
+def get_experiment(id: str) -> ExperimentEnvelope:
+    return _answer("Experiment read successfully.", experiments.get(id))
 
 
 @router.post(
@@ -83,8 +84,8 @@ def get_experiment(id: str) -> dict[str, Any]:
     summary="Fully update an experiment",
     responses=responses(200, ExperimentEnvelope, "Updated", 404, 409),
 )
-def update_experiment(id: str, body: ExperimentUpdate) -> dict[str, Any]:
-    return _warned(experiments.full_update(id, body))
+def update_experiment(id: str, body: ExperimentUpdate) -> ExperimentEnvelope:
+    return _warned("Experiment updated successfully.", experiments.full_update(id, body))
 
 
 @router.patch(
@@ -93,19 +94,19 @@ def update_experiment(id: str, body: ExperimentUpdate) -> dict[str, Any]:
     summary="Partially update an experiment",
     responses=responses(200, ExperimentEnvelope, "Updated", 404, 409),
 )
-def patch_experiment(id: str, body: ExperimentPatch) -> dict[str, Any]:
+def patch_experiment(id: str, body: ExperimentPatch) -> ExperimentEnvelope:
     experiment = experiments.patch(id, body)
     if {"primaryMetrics", "secondaryMetrics"} & body.model_fields_set:
-        return _warned(experiment)
-    return _updated(experiment)
+        return _warned("Experiment updated successfully.", experiment)
+    return _answer("Experiment updated successfully.", experiment)
 
 
 @router.delete(
     ONE, tags=TAGS, summary="Delete an experiment", responses=responses(200, Message, "Deleted", 404, 409)
 )
-def delete_experiment(id: str) -> dict[str, Any]:
+def delete_experiment(id: str) -> Message:
     experiments.delete(id)
-    return {"message": "Experiment deleted successfully."}
+    return Message(message="Experiment deleted successfully.")
 
 
 @router.get(
@@ -114,10 +115,10 @@ def delete_experiment(id: str) -> dict[str, Any]:
     summary="List an experiment's versions, newest first",
     responses=responses(200, ExperimentListEnvelope, "Versions", 404),
 )
-def list_experiment_versions(id: str, query: Annotated[PageQuery, Query()]) -> dict[str, Any]:
-    return paged(
-        "Experiment versions listed successfully.", experiments.versions(id, query.page, query.limit), router
-    )
+def list_experiment_versions(id: str, query: Annotated[PageQuery, Query()]) -> ExperimentListEnvelope:
+    page = experiments.versions(id, query.page, query.limit)
+    message = "Experiment versions listed successfully."
+    return ExperimentListEnvelope.model_validate(paged(message, page, router))
 
 
 @router.put(
@@ -126,8 +127,8 @@ def list_experiment_versions(id: str, query: Annotated[PageQuery, Query()]) -> d
     summary="Start an experiment (setup to active)",
     responses=responses(200, ExperimentEnvelope, "Started", 404, 409),
 )
-def start_experiment(id: str, body: ExperimentStartBody | None = None) -> dict[str, Any]:
-    return ok("Experiment successfully started.", experiments.start(id, body or ExperimentStartBody()))
+def start_experiment(id: str, body: ExperimentStartBody | None = None) -> ExperimentEnvelope:
+    return _answer("Experiment successfully started.", experiments.start(id, body or ExperimentStartBody()))
 
 
 @router.put(
@@ -136,8 +137,8 @@ def start_experiment(id: str, body: ExperimentStartBody | None = None) -> dict[s
     summary="Launch a group and finish the experiment (active to decision_made)",
     responses=responses(200, ExperimentEnvelope, "Decision made", 404, 409),
 )
-def make_experiment_decision(id: str, body: MakeDecisionBody) -> dict[str, Any]:
-    return ok("Decision made for Experiment.", experiments.make_decision(id, body))
+def make_experiment_decision(id: str, body: MakeDecisionBody) -> ExperimentEnvelope:
+    return _answer("Decision made for Experiment.", experiments.make_decision(id, body))
 
 
 @router.put(
@@ -146,8 +147,8 @@ def make_experiment_decision(id: str, body: MakeDecisionBody) -> dict[str, Any]:
     summary="Abandon an experiment (active to abandoned)",
     responses=responses(200, ExperimentEnvelope, "Abandoned", 404, 409),
 )
-def abandon_experiment(id: str, body: AbandonBody) -> dict[str, Any]:
-    return ok("Experiment successfully abandoned.", experiments.abandon(id, body))
+def abandon_experiment(id: str, body: AbandonBody) -> ExperimentEnvelope:
+    return _answer("Experiment successfully abandoned.", experiments.abandon(id, body))
 
 
 @router.put(
@@ -156,8 +157,8 @@ def abandon_experiment(id: str, body: AbandonBody) -> dict[str, Any]:
     summary="Reset a started experiment back to setup",
     responses=responses(200, ExperimentEnvelope, "Reset", 404, 409),
 )
-def reset_experiment(id: str) -> dict[str, Any]:
-    return ok("Experiment successfully reset.", experiments.reset(id))
+def reset_experiment(id: str) -> ExperimentEnvelope:
+    return _answer("Experiment successfully reset.", experiments.reset(id))
 
 
 @router.put(
@@ -166,9 +167,9 @@ def reset_experiment(id: str) -> dict[str, Any]:
     summary="Archive an experiment",
     responses=responses(200, ExperimentEnvelope, "Archived", 404, 409),
 )
-def archive_experiment(id: str, body: ExperimentArchiveBody | None = None) -> dict[str, Any]:
+def archive_experiment(id: str, body: ExperimentArchiveBody | None = None) -> ExperimentEnvelope:
     body = body or ExperimentArchiveBody()
-    return ok("Experiment successfully archived.", experiments.archive(id, body.archiveReason))
+    return _answer("Experiment successfully archived.", experiments.archive(id, body.archiveReason))
 
 
 @router.put(
@@ -177,8 +178,8 @@ def archive_experiment(id: str, body: ExperimentArchiveBody | None = None) -> di
     summary="Unarchive an experiment (back to the state it was archived from)",
     responses=responses(200, ExperimentEnvelope, "Unarchived", 404, 409),
 )
-def unarchive_experiment(id: str, body: UnarchiveBody | None = None) -> dict[str, Any]:
-    return ok("Experiment successfully unarchived.", experiments.unarchive(id))
+def unarchive_experiment(id: str, body: UnarchiveBody | None = None) -> ExperimentEnvelope:
+    return _answer("Experiment successfully unarchived.", experiments.unarchive(id))
 
 
 @router.post(
@@ -187,8 +188,9 @@ def unarchive_experiment(id: str, body: UnarchiveBody | None = None) -> dict[str
     summary="Copy a started experiment's design into a new experiment in setup",
     responses=responses(201, ExperimentEnvelope, "The new experiment", 404, 409),
 )
-def restart_experiment_as_new(id: str, body: RestartAsNewBody) -> tuple[dict[str, Any], int]:
-    return ok("Experiment restarted as a new experiment.", experiments.restart_as_new(id, body.name)), 201
+def restart_experiment_as_new(id: str, body: RestartAsNewBody) -> tuple[ExperimentEnvelope, int]:
+    experiment = experiments.restart_as_new(id, body.name)
+    return _answer("Experiment restarted as a new experiment.", experiment), 201
 
 
 @router.post(
@@ -197,8 +199,9 @@ def restart_experiment_as_new(id: str, body: RestartAsNewBody) -> tuple[dict[str
     summary="Schedule an experiment in setup to start at a future time",
     responses=responses(200, ExperimentEnvelope, "Scheduled", 404, 409),
 )
-def schedule_experiment_start(id: str, body: ScheduleStartBody) -> dict[str, Any]:
-    return ok("Successfully scheduled experiment start.", experiments.schedule_start(id, body.scheduledTime))
+def schedule_experiment_start(id: str, body: ScheduleStartBody) -> ExperimentEnvelope:
+    experiment = experiments.schedule_start(id, body.scheduledTime)
+    return _answer("Successfully scheduled experiment start.", experiment)
 
 
 @router.post(
@@ -207,8 +210,9 @@ def schedule_experiment_start(id: str, body: ScheduleStartBody) -> dict[str, Any
     summary="Disable groups by name",
     responses=responses(200, ExperimentEnvelope, "Groups disabled", 404, 409),
 )
-def disable_experiment_groups(id: str, body: GroupNamesBody) -> dict[str, Any]:
-    return ok("Experiment groups disabled successfully.", experiments.disable_groups(id, body.group_names))
+def disable_experiment_groups(id: str, body: GroupNamesBody) -> ExperimentEnvelope:
+    experiment = experiments.disable_groups(id, body.group_names)
+    return _answer("Experiment groups disabled successfully.", experiment)
 
 
 @router.post(
@@ -217,8 +221,8 @@ def disable_experiment_groups(id: str, body: GroupNamesBody) -> dict[str, Any]:
     summary="Enable groups by name",
     responses=responses(200, ExperimentEnvelope, "Groups enabled", 404, 409),
 )
-def enable_experiment_groups(id: str, body: GroupNamesBody) -> dict[str, Any]:
-    return ok("Experiment groups enabled successfully.", experiments.enable_groups(id, body.group_names))
+def enable_experiment_groups(id: str, body: GroupNamesBody) -> ExperimentEnvelope:
+    return _answer("Experiment groups enabled successfully.", experiments.enable_groups(id, body.group_names))
 
 
 app, lambda_handler = build(router, key_kind="console")

@@ -1,25 +1,34 @@
-"""Experiments: request bodies, the list query, the response shape and the design checks.
+"""Experiments: request bodies, the list query, the fields, the response shape and the design checks.
 
 Field limits are the contract's (`spec/console-api.md`, "Experiment" and "Limits"); where it is
 silent they follow the peer API, and a few generous caps keep a stored experiment within one
 DynamoDB item. Checks that relate several fields (group sizes summing to 100, the control group
 naming a group, complete SPRT settings, ...) live in `design_errors`, which the service runs on
 the experiment as it would be stored, so create, full update, patch and restart share them.
+
+An experiment's fields are declared once, in `ExperimentFields`, in the order a new experiment
+stores them: the stored experiment (`StoredExperiment`, in models/experiments_stored.py, which a
+write imports) adds its internal `_state` and `_health`, the answer (`Experiment`) the fields
+derived on every read. Both keep the key order of the item they come from, which follows its
+history, so a read and a write change nothing and an answer is the stored keys in their order,
+then the derived ones, as it has always been.
 """
 
 import datetime as dt
 import math
-from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, Literal, TypeAlias
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias
 
 from pydantic import (
     AfterValidator,
     Field,
     PlainValidator,
+    PrivateAttr,
     StringConstraints,
     WithJsonSchema,
     field_validator,
 )
+from pydantic_core.core_schema import CoreSchema, wrap_serializer_function_ser_schema
 
 from expconsole.models.base import (
     Description,
@@ -33,7 +42,10 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import EventWarning, MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
 from expconsole.models.pagination import PageQuery, Pagination
-from expconsole.models.rules import RuleFields, RuleOut
+from expconsole.models.rules import RolloutsOut, RuleFields, RuleOutFields
+
+if TYPE_CHECKING:
+    from pydantic import GetCoreSchemaHandler, SerializerFunctionWrapHandler
 
 # --- scalar types ------------------------------------------------------------------------------------
 
@@ -662,7 +674,12 @@ def _quality_errors(doc: dict[str, Any]) -> list[dict[str, str]]:
     return errors
 
 
-# --- responses --------------------------------------------------------------------------------------------
+# --- stored and answered ---------------------------------------------------------------------------------
+
+
+def _absent(value: object) -> bool:
+    """`exclude_if` of the keys an experiment stores only when set: left out rather than null."""
+    return value is None
 
 
 class ExperimentGroup(ResponseModel):
@@ -673,7 +690,116 @@ class ExperimentGroup(ResponseModel):
     description: str
     disabled: bool
     highlighted: bool
-    foreignGroupID: str | None = None
+    foreignGroupID: str | None = Field(None, exclude_if=_absent)
+
+
+class _InlineReturnValue(ResponseModel):
+    returnValue: dict[str, Any] | None = Field(None, exclude_if=_absent)
+
+
+# An inline targeting rule as stored and answered: `returnValue`, when sent, between the rule's fields
+# and its rollouts (services.common.rules.rule_doc). (A docstring would become the schema's
+# description in openapi.json.)
+class InlineRuleOut(RolloutsOut, _InlineReturnValue, RuleOutFields):
+    pass
+
+
+class ExperimentFields(ResponseModel):
+    """What an experiment stores and answers alike, in the order a new experiment stores them: the
+    fields every experiment holds (services.experiments.defaults), those stored only when sent (left
+    out rather than null; in the order a body lists them), the owner and bookkeeping, then those
+    set by the lifecycle. A stored experiment keeps the order its item has
+    (models/experiments_stored.py)."""
+
+    id: str
+    name: str
+    description: str
+    idType: str
+    secondaryIDType: str | None
+    identityResolutionSource: str | None
+    hypothesis: str
+    links: list[dict[str, Any]]
+    externalEvents: list[dict[str, Any]]
+    groups: list[ExperimentGroup]
+    allocation: Number
+    userBuckets: list[Number]
+    layerID: str | None
+    targetingGateID: str | None
+    launchedGroupID: str | None
+    duration: int
+    startTime: int | None
+    endTime: int | None
+    decisionTime: int | None
+    decisionReason: str | None
+    status: ExperimentStatus
+    experimentType: ExperimentType
+    isSidecar: bool
+    isAnalysisOnly: bool | None
+    enabledNonProdEnvironments: list[str]
+    inlineTargetingRules: list[InlineRuleOut]
+    primaryMetrics: list[dict[str, Any]]
+    secondaryMetrics: list[dict[str, Any]]
+    otherMetrics: list[dict[str, Any]]
+    primaryMetricTags: list[str]
+    secondaryMetricTags: list[str]
+    sequentialTesting: bool
+    bonferroniCorrection: bool
+    bonferroniCorrectionPerMetric: bool
+    benjaminiHochbergPerVariant: bool
+    benjaminiHochbergPerMetric: bool
+    benjaminiPrimaryMetricsOnly: bool
+    defaultConfidenceInterval: ConfidenceInterval
+    defaultRollupWindow: int
+    bayesianPriors: list[dict[str, Any]]
+    analyticsType: AnalyticsType
+    sprtMDESettings: list[dict[str, Any]]
+    cureCovariates: list[dict[str, Any]]
+    preComputedUserDimensions: list[dict[str, Any]]
+    assignmentSourceFilters: list[dict[str, Any]]
+    allocationDuration: int | None
+    cohortedMetricsMatureAfterEnd: bool
+    cohortWaitUntilEndToInclude: bool
+    scheduledReloadHour: int | None
+    scheduledReloadDays: list[int] | None
+    turboMode: bool
+    manualQualityScores: list[dict[str, Any]]
+    summarySections: list[dict[str, Any]]
+    reviewSettings: ReviewSettings
+    tags: list[str]
+    targetApps: list[str]
+    holdoutIDs: list[str]
+    team: str | None
+    teamID: str | None
+    identifierMappingMode: IdentifierMappingMode | None = Field(None, exclude_if=_absent)
+    externalExperimentName: str | None = Field(None, exclude_if=_absent)
+    controlGroupID: str | None = Field(None, exclude_if=_absent)
+    targetExposures: int | None = Field(None, exclude_if=_absent)
+    defaultChanceToBeatThreshold: Number | None = Field(None, exclude_if=_absent)
+    assignmentSourceName: str | None = Field(None, exclude_if=_absent)
+    assignmentSourceExperimentName: str | None = Field(None, exclude_if=_absent)
+    cohortedAnalysisDuration: int | None = Field(None, exclude_if=_absent)
+    fixedAnalysisDuration: int | None = Field(None, exclude_if=_absent)
+    scheduledReloadType: ReloadType | None = Field(None, exclude_if=_absent)
+    analysisEndTime: str | None = Field(None, exclude_if=_absent)
+    defaultSPRTPowerParam: Number | None = Field(None, exclude_if=_absent)
+    defaultSPRTMDE: Number | None = Field(None, exclude_if=_absent)
+    sprtBaselineMode: SprtBaselineMode | None = Field(None, exclude_if=_absent)
+    subtype: str | None = Field(None, exclude_if=_absent)
+    stratifiedSampling: dict[str, Any] | None = Field(None, exclude_if=_absent)
+    owner: Owner
+    creatorID: str | None
+    creatorName: str
+    creatorEmail: str | None
+    createdTime: int
+    lastModifierID: str | None
+    lastModifierName: str | None
+    lastModifierEmail: str | None
+    lastModifiedTime: int
+    version: int
+    scheduledStartTime: int | None = Field(
+        None, exclude_if=_absent, description="Set by schedule_start until the start happens."
+    )
+    activeReview: dict[str, Any] | None = Field(None, exclude_if=_absent)
 
 
 class QualityCriterion(ResponseModel):
@@ -697,111 +823,60 @@ class HealthCheck(ResponseModel):
     metadata: dict[str, Any] | None = None
 
 
-class Experiment(ResponseModel):
-    id: str
-    name: str
-    description: str
-    idType: str
-    secondaryIDType: str | None
-    identifierMappingMode: IdentifierMappingMode | None = None
-    identityResolutionSource: str | None
-    lastModifierID: str | None
-    lastModifierName: str | None
-    lastModifierEmail: str | None
-    lastModifiedTime: int
-    createdTime: int
-    creatorID: str | None
-    creatorEmail: str | None
-    creatorName: str
-    tags: list[str]
-    targetApps: list[str]
-    holdoutIDs: list[str]
-    team: str | None
-    teamID: str | None
-    version: int
-    permalink: str
-    owner: Owner
-    isStale: bool
-    links: list[dict[str, Any]]
-    externalEvents: list[dict[str, Any]]
-    externalExperimentName: str | None = None
-    hypothesis: str
-    groups: list[ExperimentGroup]
-    controlGroupID: str | None = None
-    allocation: Number
-    userBuckets: list[Number]
-    layerID: str | None
-    targetingGateID: str | None
-    launchedGroupID: str | None
-    duration: int
-    targetExposures: int | None = None
-    startTime: int | None
-    endTime: int | None
-    decisionTime: int | None
-    decisionReason: str | None
-    scheduledStartTime: int | None = Field(None, description="Set by schedule_start until the start happens.")
-    status: ExperimentStatus
-    experimentType: ExperimentType
-    subtype: str | None = None
-    isSidecar: bool
-    isAnalysisOnly: bool | None
-    enabledNonProdEnvironments: list[str]
+# An experiment as the API answers it: its stored fields, in its item's order, then those derived on
+# every read (services.experiments.present builds it in that order; `of` keeps it, and the envelopes
+# answer it so: AnsweredExperiment). (A docstring would become the schema's description in
+# openapi.json.)
+class Experiment(ExperimentFields):
     inlineTargetingRulesJSON: str
-    inlineTargetingRules: list[RuleOut]
-    primaryMetrics: list[dict[str, Any]]
-    secondaryMetrics: list[dict[str, Any]]
-    otherMetrics: list[dict[str, Any]]
-    primaryMetricTags: list[str]
-    secondaryMetricTags: list[str]
-    sequentialTesting: bool
-    bonferroniCorrection: bool
-    bonferroniCorrectionPerMetric: bool
-    benjaminiHochbergPerVariant: bool
-    benjaminiHochbergPerMetric: bool
-    benjaminiPrimaryMetricsOnly: bool
-    defaultConfidenceInterval: ConfidenceInterval
-    defaultRollupWindow: int
-    defaultChanceToBeatThreshold: Number | None = None
-    bayesianPriors: list[dict[str, Any]]
-    analyticsType: AnalyticsType
-    defaultSPRTPowerParam: Number | None = None
-    defaultSPRTMDE: Number | None = None
-    sprtBaselineMode: SprtBaselineMode | None = None
-    sprtMDESettings: list[dict[str, Any]]
-    cureCovariates: list[dict[str, Any]]
-    preComputedUserDimensions: list[dict[str, Any]]
-    stratifiedSampling: dict[str, Any] | None = None
-    assignmentSourceName: str | None = None
-    assignmentSourceExperimentName: str | None = None
-    assignmentSourceFilters: list[dict[str, Any]]
-    allocationDuration: int | None
-    cohortedAnalysisDuration: int | None = None
-    cohortedMetricsMatureAfterEnd: bool
-    cohortWaitUntilEndToInclude: bool
-    fixedAnalysisDuration: int | None = None
-    scheduledReloadHour: int | None
-    scheduledReloadType: ReloadType | None = None
-    scheduledReloadDays: list[int] | None
-    turboMode: bool
-    analysisEndTime: str | None = None
-    manualQualityScores: list[dict[str, Any]]
+    permalink: str
+    isStale: bool
     qualityScore: QualityScore
-    summarySections: list[dict[str, Any]]
-    reviewSettings: ReviewSettings
-    activeReview: dict[str, Any] | None = None
     healthCheckStatus: str
     healthChecks: list[HealthCheck]
+
+    _keys: tuple[str, ...] = PrivateAttr(default=())
+
+    @classmethod
+    def of(cls, answer: Mapping[str, Any]) -> Self:
+        """The answer as services.experiments.present builds it: its keys, in its order (an
+        experiment's stored keys follow its history, see models/experiments_stored.py)."""
+        experiment = cls.model_validate(answer)
+        experiment._keys = tuple(answer)
+        return experiment
+
+
+def _in_answered_order(experiment: Experiment, handler: "SerializerFunctionWrapHandler") -> Any:
+    out = handler(experiment)
+    keys = experiment._keys
+    return {key: out[key] for key in keys if key in out} if keys else out
+
+
+class _AsAnswered:
+    """Where an envelope answers an Experiment: with the keys of the answer it was built from, in
+    their order (`Experiment.of`). A wrap serializer without a return schema, so the JSON schema
+    stays the model's. (pydantic's model_serializer would do the same from within Experiment, but
+    importing pydantic.functional_serializers costs the experiments function's import some 9 M
+    instructions, 1 % of the baseline.)"""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: "GetCoreSchemaHandler") -> CoreSchema:
+        return {**handler(source), "serialization": wrap_serializer_function_ser_schema(_in_answered_order)}
+
+
+AnsweredExperiment = Annotated[Experiment, _AsAnswered()]
 
 
 class ExperimentEnvelope(ResponseModel):
     message: str
-    data: Experiment
+    data: AnsweredExperiment
     warnings: list[EventWarning] | None = Field(
-        None, description="On create and update: events named that were never logged (typos?)."
+        None,
+        exclude_if=_absent,
+        description="On create and update: events named that were never logged (typos?).",
     )
 
 
 class ExperimentListEnvelope(ResponseModel):
     message: str
-    data: list[Experiment]
+    data: list[AnsweredExperiment]
     pagination: Pagination

@@ -101,16 +101,18 @@ import copy
 import datetime as dt
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError
 
 from expconsole import kinds
 from expconsole.errors import Conflict, Invalid
+from expconsole.models.common import Owner
 from expconsole.models.experiments import (
     METRIC_LISTS,
     NULLABLE_FIELDS,
     AbandonBody,
+    Experiment,
     ExperimentCreate,
     ExperimentListQuery,
     ExperimentPatch,
@@ -128,6 +130,9 @@ from expconsole.services.common import rules as rules_common
 from expconsole.services.common import size
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo
+
+if TYPE_CHECKING:
+    from expconsole.models.experiments_stored import StoredExperiment
 
 KIND = kinds.EXPERIMENT
 DAY_MS = 86_400_000
@@ -328,7 +333,8 @@ def _group_out(group: Doc) -> Doc:
 
 
 def present(doc: Doc, *, now: int | None = None, live: bool = True) -> Doc:
-    """The experiment as the API returns it. `live=False` shows a stored snapshot as it was."""
+    """The experiment as the API returns it, as JSON values (how other kinds' listings show
+    experiments: entities.Presenter). `live=False` shows a stored snapshot as it was."""
     now = entities.now_ms() if now is None else now
     if live:
         doc = effective(doc, now)
@@ -346,6 +352,11 @@ def present(doc: Doc, *, now: int | None = None, live: bool = True) -> Doc:
         **health(doc),
     )
     return out
+
+
+def answer(doc: Doc, *, now: int | None = None, live: bool = True) -> Experiment:
+    """The experiment as the API returns it (`present`), as the response model."""
+    return Experiment.of(present(doc, now=now, live=live))
 
 
 # --- normalising a body's fields ----------------------------------------------------------------------------
@@ -446,30 +457,31 @@ def _normalise(sent: Doc, doc: Doc) -> Doc:
     return changes
 
 
-def _apply(doc: Doc, changes: Doc) -> None:
+def _apply(exp: StoredExperiment, changes: Doc) -> None:
     for key, value in changes.items():
         if value is None and key in OMITTED_WHEN_NULL:
-            doc.pop(key, None)
+            exp.unset(key)
         else:
-            doc[key] = value
+            exp.set_fields({key: value})
 
 
 # --- checks ------------------------------------------------------------------------------------------------
 
 
-def _state_error(doc: Doc, action: str) -> Invalid:
+def _state_error(doc: Doc | StoredExperiment, action: str) -> Invalid:
     """A 400 naming the current state and the states the action needs."""
-    status = doc["status"]
+    exp_id, status = (doc["id"], doc["status"]) if isinstance(doc, dict) else (doc.id, doc.status)
     allowed = sorted(ALLOWED_FROM[action])
     words = (
         ", ".join(repr(s) for s in allowed[:-1]) + (" or " if len(allowed) > 1 else "") + repr(allowed[-1])
     )
     message = f"is {status!r}; {action} is allowed only when it is {words}"
-    return Invalid(f"status: experiment {doc['id']!r} {message}.", [{"field": "status", "message": message}])
+    return Invalid(f"status: experiment {exp_id!r} {message}.", [{"field": "status", "message": message}])
 
 
-def _require_state(doc: Doc, action: str) -> None:
-    if doc["status"] not in ALLOWED_FROM[action]:
+def _require_state(doc: Doc | StoredExperiment, action: str) -> None:
+    status = doc["status"] if isinstance(doc, dict) else doc.status
+    if status not in ALLOWED_FROM[action]:
         raise _state_error(doc, action)
 
 
@@ -597,7 +609,7 @@ def _new_id(name: str, given: str | None) -> str:
 # --- create, read, list ------------------------------------------------------------------------------------
 
 
-def create(body: ExperimentCreate) -> Doc:
+def create(body: ExperimentCreate) -> Experiment:
     sent = body.changes()
     exp_id = _new_id(body.name, sent.pop("id", None))
     if sent.get("status", "setup") != "setup":
@@ -607,22 +619,27 @@ def create(body: ExperimentCreate) -> Doc:
     if sent.get("launchedGroupID") is not None:
         raise Invalid.field("launchedGroupID", "is set by make_decision; a new experiment is in 'setup'")
     creator = {k: sent.pop(k, None) for k in ("creatorID", "creatorEmail")}
-    doc = {"id": exp_id, "name": body.name, **defaults()}
-    _apply(doc, _normalise(sent, doc))
-    doc.update(
-        status="setup",
-        owner=entities.owner_for(sent.get("owner")),
+    fields = {"id": exp_id, "name": body.name, **defaults()}
+    changes = _normalise(sent, fields)
+    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
+
+    exp = StoredExperiment(
+        **fields,
+        owner=Owner.model_validate(entities.owner_for(sent.get("owner"))),
         **entities.bookkeeping(creator["creatorID"], creator["creatorEmail"]),
     )
+    _apply(exp, changes)
+    exp.status = "setup"
+    doc = exp.doc()
     _check_design(doc)
     _check_references(doc, REFERENCE_FIELDS)
     _check_placement(doc, PLACEMENT_FIELDS)
     _check_size(doc)
-    return present(_insert(exp_id, doc))
+    return answer(_insert(exp_id, doc))
 
 
-def get(exp_id: str) -> Doc:
-    return present(entities.load(KIND, exp_id))
+def get(exp_id: str) -> Experiment:
+    return answer(entities.load(KIND, exp_id))
 
 
 def _day_start_ms(day: str) -> int:
@@ -655,7 +672,7 @@ def _matches(exp: Doc, q: ExperimentListQuery, created_from: int | None, created
     return all(checks)
 
 
-def list_experiments(q: ExperimentListQuery) -> Page[Doc]:
+def list_experiments(q: ExperimentListQuery) -> Page[Experiment]:
     created_from = _day_start_ms(q.createdStartDate) if q.createdStartDate else None
     created_before = _day_start_ms(q.createdEndDate) + DAY_MS if q.createdEndDate else None
     if created_from is not None and created_before is not None and created_before <= created_from:
@@ -666,62 +683,78 @@ def list_experiments(q: ExperimentListQuery) -> Page[Doc]:
         exp = present(doc, now=now)
         if _matches(exp, q, created_from, created_before):
             matching.append(exp)
-    return page_of(matching, page=q.page, limit=q.limit)
+    return page_of(matching, page=q.page, limit=q.limit).map(Experiment.of)
 
 
-def versions(exp_id: str, page: int, limit: int) -> Page[Doc]:
+def versions(exp_id: str, page: int, limit: int) -> Page[Experiment]:
     snapshots = dynamo.versions(KIND, exp_id)
     if not snapshots:
         entities.load(KIND, exp_id)  # 404 when the experiment does not exist
     now = entities.now_ms()
-    shown = [present(s, now=now, live=False) for s in snapshots]
-    return page_of(shown, page=page, limit=limit)
+    return page_of(snapshots, page=page, limit=limit).map(lambda s: answer(s, now=now, live=False))
 
 
 # --- updates -----------------------------------------------------------------------------------------------
 
 
-def _materialise(doc: Doc, now: int) -> None:
-    """Store a scheduled start whose time has passed as the start it is."""
-    current = effective(doc, now)
-    if current is not doc:
-        doc.clear()
-        doc.update(current)
+def _materialise(exp: StoredExperiment, now: int) -> None:
+    """Store a scheduled start whose time has passed as the start it is (see `effective`)."""
+    scheduled = exp.scheduledStartTime
+    if exp.status == "setup" and scheduled is not None and scheduled <= now:
+        exp.status = "active"
+        exp.startTime = scheduled
+        exp.endTime = None
+        exp.unset("scheduledStartTime")
+
+
+def _take_buckets(exp: StoredExperiment) -> None:
+    """A started experiment in a layer holds its buckets (`_state.layerBuckets`, written by
+    services.layer_buckets.take_buckets)."""
+    doc = exp.doc()
+    before = doc.get("_state")
+    layer_buckets.take_buckets(doc)
+    if doc.get("_state") != before:
+        exp.state = type(exp.state).read(doc["_state"])
 
 
 def _write(
     exp_id: str,
-    change: Callable[[Doc, int], None],
+    change: Callable[[StoredExperiment, int], None],
     expected_version: int | None = None,
     *,
     linked: bool = False,
-) -> Doc:
+) -> Experiment:
     """`linked`: the change may touch `holdoutIDs`, so the holdouts change with it (hook 1)."""
 
-    def apply(doc: Doc) -> None:
+    def apply(exp: StoredExperiment) -> None:
         now = entities.now_ms()
-        _materialise(doc, now)
-        change(doc, now)
-        if doc.get("status") == "active" and doc.get("layerID"):
-            layer_buckets.take_buckets(doc)
-        _check_size(doc)
+        _materialise(exp, now)
+        change(exp, now)
+        if exp.status == "active" and exp.layerID:
+            _take_buckets(exp)
+        _check_size(exp.doc())
+
+    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
 
     if linked:
         from expconsole.services import holdouts  # the other side of the link
 
-        return present(holdouts.update_experiment(exp_id, apply, expected_version))
-    return present(entities.update(KIND, exp_id, apply, expected_version))
+        change_doc = entities.through(StoredExperiment, apply)
+        return answer(holdouts.update_experiment(exp_id, change_doc, expected_version))
+    return answer(entities.update_stored(KIND, exp_id, StoredExperiment, apply, expected_version))
 
 
-def _update(exp_id: str, body: ExperimentUpdate | ExperimentPatch) -> Doc:
+def _update(exp_id: str, body: ExperimentUpdate | ExperimentPatch) -> Experiment:
     sent = body.changes()
     sent.pop("version", None)
 
-    def change(doc: Doc, now: int) -> None:
-        changes = _normalise(sent, doc)
-        _check_editable(doc, changes)
+    def change(exp: StoredExperiment, now: int) -> None:
+        before = exp.doc()
+        changes = _normalise(sent, before)
+        _check_editable(before, changes)
         changes.pop("status", None)
-        _apply(doc, changes)
+        _apply(exp, changes)
+        doc = exp.doc()
         _check_design(doc)
         _check_references(doc, changes)
         _check_placement(doc, changes)
@@ -729,14 +762,14 @@ def _update(exp_id: str, body: ExperimentUpdate | ExperimentPatch) -> Doc:
     return _write(exp_id, change, body.version, linked="holdoutIDs" in sent)
 
 
-def full_update(exp_id: str, body: ExperimentUpdate) -> Doc:
+def full_update(exp_id: str, body: ExperimentUpdate) -> Experiment:
     return _update(exp_id, body)
 
 
-def patch(exp_id: str, body: ExperimentPatch) -> Doc:
+def patch(exp_id: str, body: ExperimentPatch) -> Experiment:
     stored = partial.unchanged(KIND, exp_id, partial.changes_of(body.changes()), body.version)
     if stored is not None:
-        return present(stored)
+        return answer(stored)
     return _update(exp_id, body)
 
 
@@ -757,149 +790,149 @@ def delete(exp_id: str) -> None:
 # --- lifecycle ---------------------------------------------------------------------------------------------
 
 
-def _action(exp_id: str, action: str, effect: Callable[[Doc, int], None]) -> Doc:
-    def change(doc: Doc, now: int) -> None:
-        _require_state(doc, action)
-        effect(doc, now)
+def _action(exp_id: str, action: str, effect: Callable[[StoredExperiment, int], None]) -> Experiment:
+    def change(exp: StoredExperiment, now: int) -> None:
+        _require_state(exp, action)
+        effect(exp, now)
 
     return _write(exp_id, change)
 
 
-def start(exp_id: str, body: ExperimentStartBody) -> Doc:
-    def effect(doc: Doc, now: int) -> None:
-        doc.update(status="active", startTime=now, endTime=None)
-        doc.pop("scheduledStartTime", None)
+def start(exp_id: str, body: ExperimentStartBody) -> Experiment:
+    def effect(exp: StoredExperiment, now: int) -> None:
+        exp.status = "active"
+        exp.startTime = now
+        exp.endTime = None
+        exp.unset("scheduledStartTime")
         if body.analysisEndTime is not None:
-            doc["analysisEndTime"] = body.analysisEndTime
+            exp.analysisEndTime = body.analysisEndTime
         if body.analysisStartTime is not None:
-            doc["_state"] = {**doc.get("_state", {}), "analysisStartTime": body.analysisStartTime}
+            exp.state.analysisStartTime = body.analysisStartTime
+            exp.state = exp.state
 
     return _action(exp_id, "start", effect)
 
 
-def schedule_start(exp_id: str, scheduled_time: int | float) -> Doc:
+def schedule_start(exp_id: str, scheduled_time: int | float) -> Experiment:
     if scheduled_time != int(scheduled_time):
         raise Invalid.field("scheduledTime", "must be whole milliseconds since the epoch")
     when = int(scheduled_time)
 
-    def effect(doc: Doc, now: int) -> None:
+    def effect(exp: StoredExperiment, now: int) -> None:
         if when <= now:
             raise Invalid.field("scheduledTime", f"must be in the future (now is {now} ms since the epoch)")
         if when > now + YEAR_MS:
             raise Invalid.field(
                 "scheduledTime", "must be at most a year ahead (milliseconds, not microseconds?)"
             )
-        doc["scheduledStartTime"] = when
+        exp.scheduledStartTime = when
 
     return _action(exp_id, "schedule_start", effect)
 
 
-def make_decision(exp_id: str, body: MakeDecisionBody) -> Doc:
-    def effect(doc: Doc, now: int) -> None:
-        ids = [g["id"] for g in doc["groups"]]
+def make_decision(exp_id: str, body: MakeDecisionBody) -> Experiment:
+    def effect(exp: StoredExperiment, now: int) -> None:
+        ids = [g.id for g in exp.groups]
         if body.id not in ids:
             raise Invalid.field(
                 "id", f"names no group of experiment {exp_id!r}; its group ids: {', '.join(ids)}"
             )
-        doc.update(
-            status="decision_made",
-            launchedGroupID=body.id,
-            decisionReason=body.decisionReason,
-            decisionTime=now,
-            endTime=now,
-        )
+        exp.status = "decision_made"
+        exp.launchedGroupID = body.id
+        exp.decisionReason = body.decisionReason
+        exp.decisionTime = now
+        exp.endTime = now
         if body.removeTargeting:
-            doc.update(targetingGateID=None, inlineTargetingRules=[])
+            exp.targetingGateID = None
+            exp.inlineTargetingRules = []
 
     return _action(exp_id, "make_decision", effect)
 
 
-def abandon(exp_id: str, body: AbandonBody) -> Doc:
-    def effect(doc: Doc, now: int) -> None:
-        doc.update(
-            status="abandoned",
-            decisionReason=body.decisionReason,
-            decisionTime=now,
-            endTime=now,
-            launchedGroupID=None,
-        )
+def abandon(exp_id: str, body: AbandonBody) -> Experiment:
+    def effect(exp: StoredExperiment, now: int) -> None:
+        exp.status = "abandoned"
+        exp.decisionReason = body.decisionReason
+        exp.decisionTime = now
+        exp.endTime = now
+        exp.launchedGroupID = None
 
     return _action(exp_id, "abandon", effect)
 
 
-def reset(exp_id: str) -> Doc:
-    def effect(doc: Doc, now: int) -> None:
-        doc.update(status="setup", **dict.fromkeys(LIFECYCLE_FIELDS))
-        doc.pop("scheduledStartTime", None)
+def reset(exp_id: str) -> Experiment:
+    def effect(exp: StoredExperiment, now: int) -> None:
+        exp.status = "setup"
+        exp.set_fields(dict.fromkeys(LIFECYCLE_FIELDS))
+        exp.unset("scheduledStartTime")
 
     return _action(exp_id, "reset", effect)
 
 
-def archive(exp_id: str, reason: str | None) -> Doc:
-    def effect(doc: Doc, now: int) -> None:
-        doc["_state"] = {
-            **doc.get("_state", {}),
-            "archivedFrom": doc["status"],
-            "archiveReason": reason,
-            "archivedTime": now,
-        }
-        doc["status"] = "archived"
-        doc.pop("scheduledStartTime", None)
+def archive(exp_id: str, reason: str | None) -> Experiment:
+    def effect(exp: StoredExperiment, now: int) -> None:
+        state = exp.state
+        state.archivedFrom = exp.status
+        state.archiveReason = reason
+        state.archivedTime = now
+        exp.state = state
+        exp.status = "archived"
+        exp.unset("scheduledStartTime")
 
     return _action(exp_id, "archive", effect)
 
 
-def unarchive(exp_id: str) -> Doc:
-    def effect(doc: Doc, now: int) -> None:
-        state = dict(doc.get("_state", {}))
-        doc["status"] = state.pop("archivedFrom", None) or "setup"
-        for key in ("archiveReason", "archivedTime"):
-            state.pop(key, None)
-        doc["_state"] = state
-        _check_placement(doc, PLACEMENT_FIELDS)  # its buckets may have been taken meanwhile
+def unarchive(exp_id: str) -> Experiment:
+    def effect(exp: StoredExperiment, now: int) -> None:
+        state = exp.state
+        exp.status = state.archivedFrom or "setup"
+        for name in ("archivedFrom", "archiveReason", "archivedTime"):
+            state.unset(name)
+        exp.state = state
+        _check_placement(exp.doc(), PLACEMENT_FIELDS)  # its buckets may have been taken meanwhile
 
     return _action(exp_id, "unarchive", effect)
 
 
-def _control_id(doc: Doc) -> str:
-    return doc.get("controlGroupID") or doc["groups"][0]["id"]
+def _control_id(exp: StoredExperiment) -> str:
+    return exp.controlGroupID or exp.groups[0].id
 
 
-def _set_groups_disabled(exp_id: str, names: list[str], disabled: bool) -> Doc:
+def _set_groups_disabled(exp_id: str, names: list[str], disabled: bool) -> Experiment:
     action = "disable_groups" if disabled else "enable_groups"
 
-    def effect(doc: Doc, now: int) -> None:
-        groups = [dict(g) for g in doc["groups"]]
-        index_of = {g["name"].strip().casefold(): i for i, g in enumerate(groups)}
-        control = _control_id(doc)
+    def effect(exp: StoredExperiment, now: int) -> None:
+        groups = [g.model_copy() for g in exp.groups]
+        index_of = {g.name.strip().casefold(): i for i, g in enumerate(groups)}
+        control = _control_id(exp)
         for n_index, name in enumerate(names):
             found = index_of.get(name.strip().casefold())
             if found is None:
-                known = ", ".join(repr(g["name"]) for g in groups)
+                known = ", ".join(repr(g.name) for g in groups)
                 raise Invalid.field(
                     f"group_names[{n_index}]", f"no group named {name!r}; the groups are {known}"
                 )
-            if disabled and groups[found]["id"] == control:
+            if disabled and groups[found].id == control:
                 raise Invalid.field(
                     f"group_names[{n_index}]", f"{name!r} is the control group: it cannot be disabled"
                 )
-            groups[found]["disabled"] = disabled
-        if disabled and not any(not g["disabled"] for g in groups if g["id"] != control):
+            groups[found].disabled = disabled
+        if disabled and not any(not g.disabled for g in groups if g.id != control):
             raise Invalid.field("group_names", "would leave no group besides the control enabled")
-        doc["groups"] = groups
+        exp.groups = groups
 
     return _action(exp_id, action, effect)
 
 
-def disable_groups(exp_id: str, names: list[str]) -> Doc:
+def disable_groups(exp_id: str, names: list[str]) -> Experiment:
     return _set_groups_disabled(exp_id, names, True)
 
 
-def enable_groups(exp_id: str, names: list[str]) -> Doc:
+def enable_groups(exp_id: str, names: list[str]) -> Experiment:
     return _set_groups_disabled(exp_id, names, False)
 
 
-def restart_as_new(exp_id: str, name: str) -> Doc:
+def restart_as_new(exp_id: str, name: str) -> Experiment:
     source = effective(entities.load(KIND, exp_id))
     _require_state(source, "restart_as_new")
     new_id = _new_id(name, None)
@@ -911,8 +944,11 @@ def restart_as_new(exp_id: str, name: str) -> Doc:
         **dict.fromkeys(LIFECYCLE_FIELDS),
         **entities.bookkeeping(),
     )
+    from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
+
+    doc = StoredExperiment.read(doc).doc()
     _check_design(doc)
     _check_references(doc, REFERENCE_FIELDS)
     _check_placement(doc, PLACEMENT_FIELDS)
     _check_size(doc)
-    return present(_insert(new_id, doc))
+    return answer(_insert(new_id, doc))
