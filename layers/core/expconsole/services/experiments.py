@@ -339,7 +339,7 @@ def present(doc: Doc, *, now: int | None = None, live: bool = True) -> Doc:
     if live:
         doc = effective(doc, now)
     out = entities.public(doc)
-    for field in NULL_WHEN_UNSET:
+    for field in sorted(NULL_WHEN_UNSET):  # sorted: a set's order would vary with the hash seed
         out.setdefault(field, None)
     rules = doc.get("inlineTargetingRules") or []
     out.update(
