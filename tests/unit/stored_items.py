@@ -4,7 +4,7 @@ order every kind stores them) and the item as the store writes it."""
 import json
 from typing import Any
 
-from expconsole.models.stored import StoredModel
+from expconsole.models.stored import ArchiveState, StoredModel
 from expconsole.services.common import lifecycle
 
 CREATED_AND_MODIFIED: dict[str, Any] = {
@@ -29,3 +29,10 @@ def assert_written_back(model: type[StoredModel], older: dict[str, Any]) -> None
     doc = model.read(older).doc()
     assert written(doc) == written(older)
     assert lifecycle.is_archived(doc, now=10) == lifecycle.is_archived(older, now=10)
+
+
+def assert_state_optional(model: type[StoredModel], stored: dict[str, Any]) -> None:
+    """An item without `_state` reads as not archived, and writing it back adds no `_state`."""
+    entity = model.read({k: v for k, v in stored.items() if k != "_state"})
+    assert entity.state == ArchiveState()  # type: ignore[attr-defined]
+    assert "_state" not in entity.doc()

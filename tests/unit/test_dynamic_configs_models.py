@@ -21,10 +21,9 @@ from expconsole.models.dynamic_configs import (
     DynamicConfigUpdate,
     StoredDynamicConfig,
 )
-from expconsole.models.stored import ArchiveState
 from expconsole.services import entities
 from expconsole.services.dynamic_configs import present
-from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_written_back, written
+from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_state_optional, assert_written_back, written
 
 # A config as services/dynamic_configs.py writes it: a rule with rollouts, one with variants, and
 # the optional fields null where it stores them so.
@@ -124,9 +123,7 @@ def test_an_older_shape_reads_and_writes_back_unchanged(older: dict[str, Any]) -
 
 
 def test_a_missing_state_reads_as_not_archived_and_is_not_written() -> None:
-    config = StoredDynamicConfig.read({k: v for k, v in STORED.items() if k != "_state"})
-    assert config.state == ArchiveState()
-    assert "_state" not in config.doc()
+    assert_state_optional(StoredDynamicConfig, STORED)
 
 
 def test_set_fields_validates_json_values_as_the_stored_types() -> None:

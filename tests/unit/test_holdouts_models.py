@@ -20,10 +20,9 @@ from expconsole.models.holdouts import (
     HoldoutUpdate,
     StoredHoldout,
 )
-from expconsole.models.stored import ArchiveState
 from expconsole.services import entities
 from expconsole.services.holdouts import present
-from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_written_back, written
+from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_state_optional, assert_written_back, written
 
 # A holdout as services/holdouts.py writes it, nulls where it stores them.
 STORED: dict[str, Any] = {
@@ -79,9 +78,7 @@ def test_an_older_shape_reads_and_writes_back_unchanged(older: dict[str, Any]) -
 
 
 def test_a_missing_state_reads_as_not_archived_and_is_not_written() -> None:
-    holdout = StoredHoldout.read({k: v for k, v in STORED.items() if k != "_state"})
-    assert holdout.state == ArchiveState()
-    assert "_state" not in holdout.doc()
+    assert_state_optional(StoredHoldout, STORED)
 
 
 def test_set_fields_validates_json_values_as_the_stored_types() -> None:

@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from expconsole.models.prompts import Prompt, PromptCreate, PromptFields, PromptPatch, StoredPrompt
-from expconsole.models.stored import ArchiveState
 from expconsole.services.prompts import present
-from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_written_back, written
+from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_state_optional, assert_written_back, written
 
 # A prompt as services/prompts.py writes it, nulls where it stores them.
 STORED: dict[str, Any] = {
@@ -56,9 +55,7 @@ def test_an_older_shape_reads_and_writes_back_unchanged(older: dict[str, Any]) -
 
 
 def test_a_missing_state_reads_as_not_archived_and_is_not_written() -> None:
-    prompt = StoredPrompt.read({k: v for k, v in STORED.items() if k != "_state"})
-    assert prompt.state == ArchiveState()
-    assert "_state" not in prompt.doc()
+    assert_state_optional(StoredPrompt, STORED)
 
 
 def test_set_fields_validates_json_values_as_the_stored_types() -> None:

@@ -17,10 +17,9 @@ from expconsole.models.release_pipelines import (
     ReleasePipeline,
     StoredPipeline,
 )
-from expconsole.models.stored import ArchiveState
 from expconsole.services.common import lifecycle
 from expconsole.services.release_pipelines import present
-from tests.unit.stored_items import CREATED_AND_MODIFIED, written
+from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_state_optional, written
 
 # A pipeline as services/release_pipelines.py writes it, nulls where it stores them.
 STORED: dict[str, Any] = {
@@ -71,9 +70,7 @@ def test_a_stored_pipeline_reads_and_writes_back_byte_for_byte(stored: dict[str,
 
 
 def test_a_missing_state_reads_as_not_archived_and_is_not_written() -> None:
-    pipeline = StoredPipeline.read({k: v for k, v in STORED.items() if k != "_state"})
-    assert pipeline.state == ArchiveState()
-    assert "_state" not in pipeline.doc()
+    assert_state_optional(StoredPipeline, STORED)
 
 
 def test_set_fields_keeps_every_key_where_it_was() -> None:
