@@ -171,7 +171,10 @@ LOCKED_ONCE_STARTED = (
     "experimentType",
 )
 # Present in every response, null when unset (the contract types them "... or null").
-NULL_WHEN_UNSET = NULLABLE_FIELDS | {"startTime", "endTime", "decisionTime", "lastModifierEmail"}
+# Sorted once: a set's iteration order varies with the hash seed, and answers must not.
+NULL_WHEN_UNSET = tuple(
+    sorted(NULLABLE_FIELDS | {"startTime", "endTime", "decisionTime", "lastModifierEmail"})
+)
 # Optional fields without a default: left out of the stored document (and the response) when unset.
 OMITTED_WHEN_NULL = frozenset({"controlGroupID", "stratifiedSampling"})
 LIFECYCLE_FIELDS = ("startTime", "endTime", "decisionTime", "launchedGroupID", "decisionReason")
@@ -339,7 +342,7 @@ def present(doc: Doc, *, now: int | None = None, live: bool = True) -> Doc:
     if live:
         doc = effective(doc, now)
     out = entities.public(doc)
-    for field in sorted(NULL_WHEN_UNSET):  # sorted: a set's order would vary with the hash seed
+    for field in NULL_WHEN_UNSET:
         out.setdefault(field, None)
     rules = doc.get("inlineTargetingRules") or []
     out.update(
