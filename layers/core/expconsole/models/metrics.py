@@ -52,9 +52,9 @@ import math
 import re
 from collections.abc import Mapping
 from datetime import date
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, PrivateAttr, StringConstraints, ValidationInfo, field_validator
+from pydantic import BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator
 
 from expconsole.models.base import (
     Description,
@@ -67,7 +67,7 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import EventWarning, MetricRef
 from expconsole.models.pagination import PageQuery, Pagination
-from expconsole.models.stored import StoredModel
+from expconsole.models.stored import KeptOrder, StoredModel
 
 MetricType = Literal[
     "sum",
@@ -644,7 +644,7 @@ class MetricState(StoredModel):
     scheduledArchiveTime: int | None = None
 
 
-class StoredMetric(StoredModel, MetricFields):
+class StoredMetric(KeptOrder, MetricFields):
     """A metric as the table holds it: its fields plus its archive schedule, never answered as such.
 
     Its keys are written back in the order the item held them (keys set since, after them): a
@@ -653,23 +653,12 @@ class StoredMetric(StoredModel, MetricFields):
     """
 
     state: MetricState = Field(default_factory=MetricState, alias="_state")
-    _order: list[str] = PrivateAttr(default_factory=list)
-
-    @classmethod
-    def read(cls, doc: Mapping[str, Any]) -> Self:
-        metric = super().read(doc)
-        metric._order = list(doc)
-        return metric
-
-    def doc(self) -> dict[str, Any]:
-        written = super().doc()
-        return {**{key: written[key] for key in self._order if key in written}, **written}
 
     def set_definition(self, definition: Mapping[str, Any]) -> None:
         """Replace the definition fields by `definition` (`normalized_definition`'s), written after
         every key the item holds."""
         names = (*DEFINITION_FIELDS, *ROLLUP_FIELDS)
-        self._order = [key for key in self._order if key not in names]
+        self.forget_order(names)
         for name in names:
             setattr(self, name, definition.get(name))
 

@@ -8,10 +8,10 @@ with `_`, are declared with that key as their alias (pydantic keeps `_` names fo
 attributes).
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 
 class StoredModel(BaseModel):
@@ -46,3 +46,42 @@ class ArchiveState(StoredModel):
     archived: bool = False
     archiveReason: str | None = None
     archivedTime: int | None = None
+
+
+def in_order(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
+    """`values` with the keys of `order` where they were, then the others as they come: how a dict
+    read in that order and changed in place (values replaced, keys popped, keys added) reads."""
+    out = {key: values[key] for key in order if key in values}
+    out.update(values)
+    return out
+
+
+class KeptOrder(StoredModel):
+    """A stored model whose item keeps its keys in the order they were read, for kinds whose keys
+    follow their history (an experiment's key set after the create comes after `version`, one
+    popped and set again comes last; a metric's changed definition comes after every other key),
+    so writing one back in the declared order would move them. Keys set since are written after
+    them, in the declared order, as `dict.update` and `dict.pop` left them."""
+
+    _read_order: tuple[str, ...] = PrivateAttr(default=())
+
+    @classmethod
+    def read(cls, doc: Mapping[str, Any]) -> Self:
+        stored = super().read(doc)
+        stored._read_order = tuple(doc)
+        return stored
+
+    def forget_order(self, keys: Iterable[str]) -> None:
+        """Write `keys` after every key read, as if popped from the item and set again."""
+        dropped = set(keys)
+        self._read_order = tuple(k for k in self._read_order if k not in dropped)
+
+    def unset(self, name: str) -> None:
+        """Leave field `name` out of the item, as popping its key would (set again, it comes last)."""
+        field = type(self).model_fields[name]
+        self.__dict__[name] = field.get_default(call_default_factory=True, validated_data={})
+        self.__pydantic_fields_set__.discard(name)
+        self.forget_order([field.alias or name])
+
+    def doc(self) -> dict[str, Any]:
+        return in_order(super().doc(), self._read_order)
