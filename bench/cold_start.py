@@ -22,6 +22,7 @@ import contextlib
 import json
 import logging
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,7 @@ FUNCTIONS = ROOT / "functions"
 EVENTS = ROOT / "events"
 TEMPLATE = ROOT / "template.yaml"
 BUDGET = 1.2
+RESAMPLES = 2000  # bootstrap resamples for the ratio's interval
 NOT_CRUD = frozenset({"results", "pulse", "import", "imports"})
 HEAVY = ("numpy", "scipy", "pyarrow", "duckdb")
 BASELINE = "baseline"
@@ -348,6 +350,25 @@ def _measure_all(interpreter: Interpreter, all_targets: list[Target], repeat: in
     return all_targets
 
 
+def ratio_interval(times: list[float], base: list[float], seed: int = 0) -> tuple[float, float]:
+    """A 95% bootstrap interval of median(times) / median(base).
+
+    On a shared machine one fresh interpreter's import time varies by 20-30% from the next
+    (CPU time as much as wall time), so a ratio of medians over a few runs moves by several
+    hundredths between runs; the interval says whether a ratio near the budget is over it or
+    only noise. Resampled with a fixed seed, so one run's table is reproducible from its runs."""
+    if len(times) < 2 or len(base) < 2:
+        ratio = statistics.median(times) / statistics.median(base)
+        return ratio, ratio
+    rng = random.Random(seed)
+
+    def resampled_median(values: list[float]) -> float:
+        return statistics.median(rng.choices(values, k=len(values)))
+
+    ratios = sorted(resampled_median(times) / resampled_median(base) for _ in range(RESAMPLES))
+    return ratios[int(0.025 * RESAMPLES)], ratios[int(0.975 * RESAMPLES) - 1]
+
+
 def verdict(target: Target, baseline_ms: float) -> str:
     if target.error:
         return "ERROR"
@@ -367,14 +388,14 @@ def report(all_targets: list[Target], repeat: int, first_request: bool = False) 
         print(
             f"Import + first request, fresh interpreter, {repeat} runs each; CRUD budget: {BUDGET}x baseline"
         )
-        print(f"baseline = `{BASELINE_IMPORT}`, a DynamoDB client, one GetItem\n")
+        print(f"baseline = `{BASELINE_IMPORT}`, a DynamoDB client, one GetItem")
     else:
         print(f"Import time in a fresh interpreter, {repeat} runs each; CRUD budget: {BUDGET}x baseline")
-        print(f"baseline = `{BASELINE_IMPORT}`\n")
+        print(f"baseline = `{BASELINE_IMPORT}`")
+    print("x base: median / baseline's median; 95% CI: bootstrap interval of that ratio\n")
     header = (
-        f"{'target':<20} {'kind':<5} {'median ms':>10} {'min ms':>8} {'x base':>7}  {'budget':<6} "
-        + ("import ms  " if first_request else "")
-        + "numpy/scipy/pyarrow/duckdb"
+        f"{'target':<20} {'kind':<5} {'median ms':>10} {'min ms':>8} {'x base':>7} {'95% CI':>11}  "
+        f"{'budget':<6} " + ("import ms  " if first_request else "") + "numpy/scipy/pyarrow/duckdb"
     )
     print(header)
     print("-" * len(header))
@@ -388,10 +409,12 @@ def report(all_targets: list[Target], repeat: int, first_request: bool = False) 
             continue
         heavy = ", ".join(sorted(target.heavy)) or "none"
         ratio = target.median / base_ms
+        low, high = ratio_interval(target.times_ms, baseline.times_ms)
+        interval = f"{low:.2f}-{high:.2f}"
         share = f"{statistics.median(target.import_ms):>9.1f}  " if first_request else ""
         print(
             f"{target.name:<20} {kind:<5} {target.median:>10.1f} {min(target.times_ms):>8.1f} "
-            f"{ratio:>7.2f}  {status:<6} {share}{heavy}"
+            f"{ratio:>7.2f} {interval:>11}  {status:<6} {share}{heavy}"
         )
         if target.crud and (status == "FAIL" or target.heavy):
             ok = False
@@ -400,7 +423,9 @@ def report(all_targets: list[Target], repeat: int, first_request: bool = False) 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=7, help="fresh-interpreter runs per target (default 7)")
+    parser.add_argument(
+        "--repeat", type=int, default=15, help="fresh-interpreter runs per target (default 15)"
+    )
     parser.add_argument(
         "--check",
         action="store_true",
