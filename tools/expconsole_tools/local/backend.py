@@ -10,6 +10,12 @@ through a fresh moto at the next start. Reads are not journaled and a failed wri
 nothing, so the replay rebuilds exactly the state clients last saw. A lock file keeps a second
 process off the same data dir, and `backend.json` tells `expconsole keys` where a running
 server's backend listens, so its writes are journaled by that server.
+
+A journal only grows: every overwrite of an item or object, every deleted one, stays in it and
+is replayed at each start. So a start whose replay was long rewrites it as the state it rebuilt
+(compaction): the table and bucket set-up entries as they were, then each current item and
+object once. It is written beside the journal and renamed over it, so a crash leaves the old
+journal or the new one, never a mix.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import re
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import quote, urlsplit
@@ -35,6 +41,12 @@ LOCAL_TABLE = "expconsole"
 LOCAL_BUCKET = "expconsole-events"
 LOCAL_REGION = "us-east-1"
 JOURNAL_FILE = "journal.jsonl"
+# A start compacts the journal when it replayed at least this many entries and the state they
+# built is at most half as many: below that, replay takes well under a second.
+COMPACT_AFTER = 1_000
+_BATCH_WRITE_ITEMS = 25  # DynamoDB's BatchWriteItem limit
+_DYNAMODB_TABLE_SETUP = frozenset({"CreateTable", "UpdateTable", "DeleteTable", "UpdateTimeToLive"})
+_DYNAMODB_JSON = "application/x-amz-json-1.0"
 INFO_FILE = "backend.json"
 LOCK_FILE = "lock"
 
@@ -183,6 +195,38 @@ class Journal:
     def open(self) -> None:
         self._file = self.path.open("ab")
 
+    def setup_entries(self) -> list[dict[str, Any]]:
+        """The entries that make tables and buckets (and set them up or remove them), in order:
+        what a compaction keeps as it was, since the items and objects are rewritten from state."""
+        if not self.path.exists():
+            return []
+        kept = []
+        with self.path.open("rb") as journal:
+            for line in journal:
+                entry = json.loads(line)
+                if _is_setup(entry):
+                    kept.append(entry)
+        return kept
+
+    def compact(self, entries: Iterable[dict[str, Any]]) -> int:
+        """Replace the journal with `entries` (written beside it, then renamed over it); their count."""
+        staging = self.path.with_name(self.path.name + ".compacting")
+        written = 0
+        with staging.open("wb") as out:
+            for entry in entries:
+                out.write(json.dumps(entry, separators=(",", ":")).encode("utf-8") + b"\n")
+                written += 1
+            out.flush()
+            os.fsync(out.fileno())
+        staging.replace(self.path)
+        if hasattr(os, "O_DIRECTORY"):  # the rename itself, durable (POSIX)
+            directory = os.open(self.path.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+        return written
+
     def append(self, entry: dict[str, Any]) -> None:
         self._file.write(json.dumps(entry, separators=(",", ":")).encode("utf-8") + b"\n")
         self._file.flush()
@@ -208,6 +252,86 @@ def _replay_entry(client: Any, entry: dict[str, Any], where: str) -> None:
             f"{where} ({entry['method']} {entry['service']}) failed on replay with {response.status}: "
             f"{response.get_data(as_text=True)[:300]}; move the data dir aside or use --ephemeral"
         )
+
+
+def _is_setup(entry: dict[str, Any]) -> bool:
+    """A table's or a bucket's own write (create, configure, delete), not an item's or an object's."""
+    if entry["service"] == "dynamodb":
+        target = entry["headers"].get("x-amz-target", "")
+        return target.rpartition(".")[2] in _DYNAMODB_TABLE_SETUP
+    path = urlsplit(entry["uri"]).path.strip("/")
+    # PUT /bucket (create), PUT /bucket?lifecycle and the like; POST /bucket?delete removes objects.
+    return "/" not in path and entry["method"] in {"PUT", "DELETE"}
+
+
+def _state_entries(setup: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The journal of the backend's current state: `setup` as it was, then every item in batches
+    and every object with its content type and metadata, as a client would write them."""
+    yield from setup
+    dynamodb, s3 = aws.client("dynamodb"), aws.client("s3")
+    for table in _pages(dynamodb, "list_tables", "TableNames"):
+        items = _pages(dynamodb, "scan", "Items", TableName=table, ConsistentRead=True)
+        for batch in _chunks(items, _BATCH_WRITE_ITEMS):
+            body = {"RequestItems": {table: [{"PutRequest": {"Item": item}} for item in batch]}}
+            yield _entry(
+                "dynamodb",
+                "POST",
+                "/",
+                {"content-type": _DYNAMODB_JSON, "x-amz-target": "DynamoDB_20120810.BatchWriteItem"},
+                json.dumps(body, separators=(",", ":")).encode("utf-8"),
+            )
+    for bucket in s3.list_buckets()["Buckets"]:
+        for listed in _pages(s3, "list_objects_v2", "Contents", Bucket=bucket["Name"]):
+            obj = s3.get_object(Bucket=bucket["Name"], Key=listed["Key"])
+            headers = {"content-type": obj.get("ContentType") or "binary/octet-stream"}
+            if obj.get("ContentEncoding"):
+                headers["content-encoding"] = obj["ContentEncoding"]
+            headers.update({f"x-amz-meta-{name}": value for name, value in obj.get("Metadata", {}).items()})
+            uri = f"/{quote(bucket['Name'])}/{quote(listed['Key'], safe='/~')}"
+            yield _entry("s3", "PUT", uri, headers, obj["Body"].read())
+
+
+def _entry(service: str, method: str, uri: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    return {
+        "service": service,
+        "region": LOCAL_REGION,
+        "method": method,
+        "uri": uri,
+        "headers": headers,
+        "body": base64.b64encode(body).decode("ascii"),
+    }
+
+
+def _pages(client: Any, operation: str, key: str, **params: Any) -> Iterator[Any]:
+    for page in client.get_paginator(operation).paginate(**params):
+        yield from page.get(key, [])
+
+
+def _chunks(values: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for value in values:
+        chunk.append(value)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _live_records() -> int:
+    """How many entries the compacted journal would hold, near enough: items / 25 plus objects."""
+    dynamodb, s3 = aws.client("dynamodb"), aws.client("s3")
+    items = sum(
+        page["Count"]
+        for table in _pages(dynamodb, "list_tables", "TableNames")
+        for page in dynamodb.get_paginator("scan").paginate(TableName=table, Select="COUNT")
+    )
+    objects = sum(
+        page.get("KeyCount", 0)
+        for bucket in s3.list_buckets()["Buckets"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"])
+    )
+    return -(-items // _BATCH_WRITE_ITEMS) + objects
 
 
 class JournalMiddleware:
@@ -362,6 +486,7 @@ class EmbeddedBackend:
         self.data_dir = data_dir
         self.endpoint = ""
         self.replayed = 0
+        self.compacted: tuple[int, int] | None = None  # (entries replayed, entries now) when compacted
         self._owns_slot = False
         self._lock = _DataDirLock(data_dir) if data_dir is not None else None
         self._journal = Journal(data_dir / JOURNAL_FILE) if data_dir is not None else None
@@ -408,7 +533,6 @@ class EmbeddedBackend:
         wsgi: Callable[..., Any] = app
         if self._journal is not None:
             self.replayed = self._journal.replay(app)
-            self._journal.open()
             wsgi = JournalMiddleware(app, self._journal)
         self._server = make_server("127.0.0.1", 0, wsgi, threaded=False, request_handler=QuietHandler)
         self._thread = threading.Thread(
@@ -420,6 +544,11 @@ class EmbeddedBackend:
         self._thread.start()
         self.endpoint = f"http://127.0.0.1:{self._server.server_port}"
         self._restore_env = use_backend(self.endpoint, LOCAL_TABLE, LOCAL_BUCKET)
+        if self._journal is not None:
+            # Nothing but this process knows the endpoint yet (backend.json is written below),
+            # so no write can reach the journal while it is compacted; only reads happen here.
+            self._compact_if_long()
+            self._journal.open()
         dynamo.create_table(LOCAL_TABLE)
         _ensure_bucket(LOCAL_BUCKET)
         if self.data_dir is not None:
@@ -433,6 +562,21 @@ class EmbeddedBackend:
             staging = self.data_dir / f"{INFO_FILE}.tmp"
             staging.write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
             staging.replace(self.data_dir / INFO_FILE)
+
+    def _compact_if_long(self) -> None:
+        assert self._journal is not None
+        if self.replayed < COMPACT_AFTER:
+            return
+        live = _live_records()
+        setup = self._journal.setup_entries()
+        if 2 * (live + len(setup)) > self.replayed:
+            return
+        written = self._journal.compact(_state_entries(setup))
+        self.compacted = (self.replayed, written)
+        sys.stderr.write(
+            f"{self._journal.path}: compacted {self.replayed:,} entries into {written:,} "
+            "(the current state)\n"
+        )
 
     def stop(self) -> None:
         """Stop serving, close the journal, release the data dir and restore the environment."""
