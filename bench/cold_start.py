@@ -11,6 +11,14 @@ client the same way and makes one read. Work a function defers from its import t
 request (a client, a patch, a parsed document) counts there, so neither figure can be
 improved by moving work between the two.
 
+`--instructions` counts instead of timing: the instructions the import executes, under
+valgrind's cachegrind, once per target. On a shared machine one fresh import takes 20-30% more
+or less time than the next, so timed ratios near the budget need many runs; the count is the
+same from one run to the next (to a few parts in ten thousand), so it settles whether a function
+is over the budget, and by how much, in one run. It leaves out what time adds to the same
+instructions (cache misses, page faults on first reads), which falls on baseline and functions
+alike.
+
 Timings depend on the machine, so this prints figures and exits 0; `--check` turns the budget
 into an exit status for whoever wants to gate on it.
 """
@@ -23,10 +31,14 @@ import json
 import logging
 import os
 import random
+import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -321,6 +333,93 @@ def measure(target: Target, interpreter: Interpreter) -> None:
     target.heavy.update(report["heavy"])
 
 
+_I_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
+
+
+def instructions(command: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Instructions a process executes, counted by cachegrind (no cache simulation: the count
+    alone), with its exit output; -1 when it failed."""
+    with tempfile.TemporaryDirectory() as scratch:
+        result = subprocess.run(
+            [
+                "valgrind",
+                "--tool=cachegrind",
+                "--cache-sim=no",
+                f"--cachegrind-out-file={scratch}/out",
+                *command,
+            ],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    found = _I_REFS.search(result.stderr)
+    if result.returncode != 0 or not found:
+        return -1, result.stdout, result.stderr
+    return int(found.group(1).replace(",", "")), result.stdout, result.stderr
+
+
+def count_instructions(target: Target, interpreter: Interpreter) -> None:
+    """The import's instructions: a process that sets up and imports, less one that only sets up
+    (the interpreter's own start-up is the same in both and is not the function's)."""
+    env = {**os.environ, **ENV, **dict(interpreter.env)}
+    code = PROBE.format(setup=target.setup, statement=target.statement, heavy=HEAVY)
+    bare = PROBE.format(setup=target.setup, statement="pass", heavy=HEAVY)
+    whole, stdout, stderr = instructions([*interpreter.command, "-c", code], env)
+    start_up, _, _ = instructions([*interpreter.command, "-c", bare], env)
+    if whole < 0 or start_up < 0:
+        lines = [line for line in stderr.strip().splitlines() if not line.startswith("==")]
+        target.error = lines[-1] if lines else "the count failed"
+        return
+    target.times_ms.append((whole - start_up) / 1e6)  # millions of instructions, in the same slot
+    target.heavy.update(json.loads(stdout.strip().splitlines()[-1])["heavy"])
+
+
+def run_instructions(build_dir: Path | None) -> list[Target]:
+    """Count every target once; two at a time per core is fine, since the count is not a time."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
+    interpreter, all_targets = built_targets(build_dir) if build_dir else (Interpreter(), targets())
+    for target in all_targets:  # as in _measure_all: the first import writes the bytecode cache
+        measure(target, interpreter)
+        target.times_ms.clear()
+        target.import_ms.clear()
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        list(pool.map(lambda target: count_instructions(target, interpreter), all_targets))
+    return all_targets
+
+
+def report_instructions(all_targets: list[Target]) -> bool:
+    """The table of counts; True when every import worked and every CRUD function is within budget."""
+    baseline = all_targets[0]
+    if baseline.error:
+        print(f"baseline import failed: {baseline.error}")
+        return False
+    base = baseline.times_ms[0]
+    print(f"Instructions executed by the import (cachegrind), once each; CRUD budget: {BUDGET}x baseline")
+    print(f"baseline = `{BASELINE_IMPORT}`\n")
+    header = (
+        f"{'target':<20} {'kind':<5} {'M instr':>9} {'x base':>7}  {'budget':<6} numpy/scipy/pyarrow/duckdb"
+    )
+    print(header)
+    print("-" * len(header))
+    ok = True
+    for target in all_targets:
+        kind = "-" if target.name == BASELINE else ("CRUD" if target.crud else "stats")
+        if target.error:
+            print(f"{target.name:<20} {kind:<5} {'import failed: ' + target.error}")
+            ok = False
+            continue
+        count = target.times_ms[0]
+        status = verdict(target, base)
+        heavy = ", ".join(sorted(target.heavy)) or "none"
+        print(f"{target.name:<20} {kind:<5} {count:>9.1f} {count / base:>7.3f}  {status:<6} {heavy}")
+        if target.crud and (status == "FAIL" or target.heavy):
+            ok = False
+    return ok
+
+
 def run(repeat: int, build_dir: Path | None = None, first_request: bool = False) -> list[Target]:
     """Measure every target `repeat` times, interleaved so that drift hits all of them alike."""
     interpreter, all_targets = built_targets(build_dir) if build_dir else (Interpreter(), targets())
@@ -443,11 +542,22 @@ def main(argv: list[str] | None = None) -> int:
         help="measure the import plus the first invocation of each function's sample event (events/), "
         "against a moto server, beside a baseline that also creates a DynamoDB client and reads once",
     )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count the instructions each import executes (valgrind's cachegrind, one run each) "
+        "instead of timing it",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.instructions and args.first_request:
+        parser.error("--instructions counts imports only; it cannot be combined with --first-request")
     if args.build_dir is not None:
         print(f"Built stack: {args.build_dir} (the runtime's interpreter, as Lambda imports each function)")
+    if args.instructions:
+        ok = report_instructions(run_instructions(args.build_dir))
+        return 1 if args.check and not ok else 0
     ok = report(run(args.repeat, args.build_dir, args.first_request), args.repeat, args.first_request)
     return 1 if args.check and not ok else 0
 
