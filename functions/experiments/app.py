@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
@@ -11,24 +11,23 @@ from expconsole.api.app import build
 from expconsole.api.docs import responses
 from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
+from expconsole.lazy import lazy_import
 from expconsole.models.common import EventWarning, Message, UnarchiveBody
 from expconsole.models.experiments import (
-    AbandonBody,
     Experiment,
-    ExperimentArchiveBody,
-    ExperimentCreate,
     ExperimentEnvelope,
     ExperimentListEnvelope,
     ExperimentListQuery,
-    ExperimentPatch,
-    ExperimentStartBody,
-    ExperimentUpdate,
-    GroupNamesBody,
-    MakeDecisionBody,
-    RestartAsNewBody,
-    ScheduleStartBody,
 )
 from expconsole.services import event_names, experiments
+
+if TYPE_CHECKING:
+    from expconsole.models import experiments_requests as requests
+else:
+    # The request bodies are created by the first request that sends one, not at import: a cold
+    # start serving a read never needs them (models/experiments_requests.py).
+    requests = lazy_import("expconsole.models.experiments_requests")
+
 
 router = APIGatewayHttpRouter()
 BASE = "/console/v1/experiments"
@@ -53,7 +52,7 @@ def _warned(message: str, experiment: Experiment) -> ExperimentEnvelope:
     summary="Create an experiment",
     responses=responses(201, ExperimentEnvelope, "Created", 409),
 )
-def create_experiment(body: ExperimentCreate) -> tuple[ExperimentEnvelope, int]:
+def create_experiment(body: requests.ExperimentCreate) -> tuple[ExperimentEnvelope, int]:
     return _warned("Experiment created successfully.", experiments.create(body)), 201
 
 
@@ -84,7 +83,7 @@ def get_experiment(id: str) -> ExperimentEnvelope:
     summary="Fully update an experiment",
     responses=responses(200, ExperimentEnvelope, "Updated", 404, 409),
 )
-def update_experiment(id: str, body: ExperimentUpdate) -> ExperimentEnvelope:
+def update_experiment(id: str, body: requests.ExperimentUpdate) -> ExperimentEnvelope:
     return _warned("Experiment updated successfully.", experiments.full_update(id, body))
 
 
@@ -94,7 +93,7 @@ def update_experiment(id: str, body: ExperimentUpdate) -> ExperimentEnvelope:
     summary="Partially update an experiment",
     responses=responses(200, ExperimentEnvelope, "Updated", 404, 409),
 )
-def patch_experiment(id: str, body: ExperimentPatch) -> ExperimentEnvelope:
+def patch_experiment(id: str, body: requests.ExperimentPatch) -> ExperimentEnvelope:
     experiment = experiments.patch(id, body)
     if {"primaryMetrics", "secondaryMetrics"} & body.model_fields_set:
         return _warned("Experiment updated successfully.", experiment)
@@ -127,8 +126,10 @@ def list_experiment_versions(id: str, query: Annotated[PageQuery, Query()]) -> E
     summary="Start an experiment (setup to active)",
     responses=responses(200, ExperimentEnvelope, "Started", 404, 409),
 )
-def start_experiment(id: str, body: ExperimentStartBody | None = None) -> ExperimentEnvelope:
-    return _answer("Experiment successfully started.", experiments.start(id, body or ExperimentStartBody()))
+def start_experiment(id: str, body: requests.ExperimentStartBody | None = None) -> ExperimentEnvelope:
+    return _answer(
+        "Experiment successfully started.", experiments.start(id, body or requests.ExperimentStartBody())
+    )
 
 
 @router.put(
@@ -137,7 +138,7 @@ def start_experiment(id: str, body: ExperimentStartBody | None = None) -> Experi
     summary="Launch a group and finish the experiment (active to decision_made)",
     responses=responses(200, ExperimentEnvelope, "Decision made", 404, 409),
 )
-def make_experiment_decision(id: str, body: MakeDecisionBody) -> ExperimentEnvelope:
+def make_experiment_decision(id: str, body: requests.MakeDecisionBody) -> ExperimentEnvelope:
     return _answer("Decision made for Experiment.", experiments.make_decision(id, body))
 
 
@@ -147,7 +148,7 @@ def make_experiment_decision(id: str, body: MakeDecisionBody) -> ExperimentEnvel
     summary="Abandon an experiment (active to abandoned)",
     responses=responses(200, ExperimentEnvelope, "Abandoned", 404, 409),
 )
-def abandon_experiment(id: str, body: AbandonBody) -> ExperimentEnvelope:
+def abandon_experiment(id: str, body: requests.AbandonBody) -> ExperimentEnvelope:
     return _answer("Experiment successfully abandoned.", experiments.abandon(id, body))
 
 
@@ -167,8 +168,8 @@ def reset_experiment(id: str) -> ExperimentEnvelope:
     summary="Archive an experiment",
     responses=responses(200, ExperimentEnvelope, "Archived", 404, 409),
 )
-def archive_experiment(id: str, body: ExperimentArchiveBody | None = None) -> ExperimentEnvelope:
-    body = body or ExperimentArchiveBody()
+def archive_experiment(id: str, body: requests.ExperimentArchiveBody | None = None) -> ExperimentEnvelope:
+    body = body or requests.ExperimentArchiveBody()
     return _answer("Experiment successfully archived.", experiments.archive(id, body.archiveReason))
 
 
@@ -188,7 +189,7 @@ def unarchive_experiment(id: str, body: UnarchiveBody | None = None) -> Experime
     summary="Copy a started experiment's design into a new experiment in setup",
     responses=responses(201, ExperimentEnvelope, "The new experiment", 404, 409),
 )
-def restart_experiment_as_new(id: str, body: RestartAsNewBody) -> tuple[ExperimentEnvelope, int]:
+def restart_experiment_as_new(id: str, body: requests.RestartAsNewBody) -> tuple[ExperimentEnvelope, int]:
     experiment = experiments.restart_as_new(id, body.name)
     return _answer("Experiment restarted as a new experiment.", experiment), 201
 
@@ -199,7 +200,7 @@ def restart_experiment_as_new(id: str, body: RestartAsNewBody) -> tuple[Experime
     summary="Schedule an experiment in setup to start at a future time",
     responses=responses(200, ExperimentEnvelope, "Scheduled", 404, 409),
 )
-def schedule_experiment_start(id: str, body: ScheduleStartBody) -> ExperimentEnvelope:
+def schedule_experiment_start(id: str, body: requests.ScheduleStartBody) -> ExperimentEnvelope:
     experiment = experiments.schedule_start(id, body.scheduledTime)
     return _answer("Successfully scheduled experiment start.", experiment)
 
@@ -210,7 +211,7 @@ def schedule_experiment_start(id: str, body: ScheduleStartBody) -> ExperimentEnv
     summary="Disable groups by name",
     responses=responses(200, ExperimentEnvelope, "Groups disabled", 404, 409),
 )
-def disable_experiment_groups(id: str, body: GroupNamesBody) -> ExperimentEnvelope:
+def disable_experiment_groups(id: str, body: requests.GroupNamesBody) -> ExperimentEnvelope:
     experiment = experiments.disable_groups(id, body.group_names)
     return _answer("Experiment groups disabled successfully.", experiment)
 
@@ -221,7 +222,7 @@ def disable_experiment_groups(id: str, body: GroupNamesBody) -> ExperimentEnvelo
     summary="Enable groups by name",
     responses=responses(200, ExperimentEnvelope, "Groups enabled", 404, 409),
 )
-def enable_experiment_groups(id: str, body: GroupNamesBody) -> ExperimentEnvelope:
+def enable_experiment_groups(id: str, body: requests.GroupNamesBody) -> ExperimentEnvelope:
     return _answer("Experiment groups enabled successfully.", experiments.enable_groups(id, body.group_names))
 
 

@@ -9,15 +9,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from expconsole.models.experiments import (
+from expconsole.models.experiments import ExperimentListQuery, design_errors
+from expconsole.models.experiments_requests import (
     ExperimentCreate,
-    ExperimentListQuery,
     ExperimentPatch,
     ExperimentUpdate,
     GroupNamesBody,
     MakeDecisionBody,
     ScheduleStartBody,
-    design_errors,
 )
 from expconsole.services.experiments import DAY_MS, effective, is_stale
 

@@ -14,12 +14,11 @@ import pytest
 
 from expconsole.models.experiments import (
     Experiment,
-    ExperimentCreate,
     ExperimentEnvelope,
     ExperimentFields,
     ExperimentListEnvelope,
-    ExperimentPatch,
 )
+from expconsole.models.experiments_requests import ExperimentCreate, ExperimentPatch
 from expconsole.models.experiments_stored import ExperimentState, StoredExperiment
 from expconsole.services import entities, experiments
 from expconsole.services.common import lifecycle

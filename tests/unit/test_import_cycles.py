@@ -55,6 +55,7 @@ def _imports(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
             "import_module",
             "__import__",
+            "lazy_import",
         ):
             names = [
                 a.value for a in node.args[:1] if isinstance(a, ast.Constant) and isinstance(a.value, str)

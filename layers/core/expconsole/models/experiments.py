@@ -1,4 +1,7 @@
-"""Experiments: request bodies, the list query, the fields, the response shape and the design checks.
+"""Experiments: the scalar types, the list query, the fields, the answer and the design checks.
+
+The request bodies are in models/experiments_requests.py, which the experiments function imports
+lazily (a read never creates them).
 
 Field limits are the contract's (`spec/console-api.md`, "Experiment" and "Limits"); where it is
 silent they follow the peer API, and a few generous caps keep a stored experiment within one
@@ -17,12 +20,11 @@ then the derived ones, as it has always been.
 import datetime as dt
 import math
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self, TypeAlias
 
 from pydantic import (
     AfterValidator,
     Field,
-    PlainValidator,
     PrivateAttr,
     StringConstraints,
     WithJsonSchema,
@@ -31,18 +33,13 @@ from pydantic import (
 from pydantic_core.core_schema import CoreSchema, wrap_serializer_function_ser_schema
 
 from expconsole.models.base import (
-    Description,
     Number,
-    PatchModel,
     QueryBool,
-    RequestModel,
     ResponseModel,
-    StrList,
-    Tag,
 )
-from expconsole.models.common import EventWarning, MetricRef, Owner, OwnerIn, ReviewSettings, ReviewSettingsIn
+from expconsole.models.common import EventWarning, Owner, ReviewSettings
 from expconsole.models.pagination import PageQuery, Pagination
-from expconsole.models.rules import RolloutsOut, RuleFields, RuleOutFields
+from expconsole.models.rules import RolloutsOut, RuleOutFields
 
 if TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler, SerializerFunctionWrapHandler
@@ -149,149 +146,7 @@ Weekday = Annotated[int, Field(ge=0, le=6, description="0 is Sunday.")]
 ROLLUP_WINDOWS = (-1, 1, 7)
 
 
-def _rollup_window(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value not in ROLLUP_WINDOWS:
-        raise ValueError("must be -1 (cumulative), 1 or 7")
-    return value
-
-
-RollupWindow = Annotated[
-    int, PlainValidator(_rollup_window), WithJsonSchema({"type": "integer", "enum": list(ROLLUP_WINDOWS)})
-]
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be blank")
-    return value
-
-
-# --- nested objects ----------------------------------------------------------------------------------
-
-
-class ExperimentGroupIn(RequestModel):
-    """A test group. `id` is generated when absent (an update keeps the id of a same-named group)."""
-
-    name: Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(_not_blank)]
-    id: GroupId | None = None
-    size: Percent = Field(description="Percent of the experiment's units, 0 to 100; sizes sum to 100.")
-    parameterValues: dict[str, Any] = Field(default_factory=dict)
-    description: Annotated[str, StringConstraints(max_length=1000)] = ""
-    disabled: bool = False
-    foreignGroupID: ShortText | None = None
-    highlighted: bool = False
-
-
-class ExperimentMetricIn(RequestModel):
-    """A metric on the experiment, named by `name` and `type` (its id is `<name>::<type>`)."""
-
-    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    type: Annotated[str, StringConstraints(min_length=1, max_length=100)]
-    direction: Direction | None = None
-    hypothesizedValue: Number | None = None
-
-
-class ExperimentLink(RequestModel):
-    url: Annotated[str, StringConstraints(min_length=1, max_length=2048)]
-    title: Annotated[str, StringConstraints(max_length=200)] | None = None
-
-    @field_validator("url")
-    @classmethod
-    def _absolute(cls, value: str) -> str:
-        scheme, sep, rest = value.partition("://")
-        if not sep or not scheme.isalpha() or not rest:
-            raise ValueError("must be an absolute URL such as https://example.com/doc")
-        return value
-
-
-class ExternalEvent(RequestModel):
-    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    timestamp: int = Field(ge=0, description="Milliseconds since the epoch.")
-
-
-class BayesianPrior(RequestModel):
-    metric: MetricRef
-    priorMean: Number
-    priorStdDev: Positive
-
-
-class SprtGroupSetting(RequestModel):
-    groupKey: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
-        description="A group of the experiment, by id or name."
-    )
-    mde: Positive | None = None
-    mean: Number | None = None
-    stdDev: Positive | None = None
-
-
-class SprtMDESetting(RequestModel):
-    metricKey: Annotated[str, StringConstraints(min_length=1, max_length=300)] = Field(
-        description="A primary or secondary metric of the experiment, as `<name>::<type>`."
-    )
-    groupSettings: list[SprtGroupSetting] = Field(default_factory=list, max_length=100)
-
-
-class PreComputedUserDimension(RequestModel):
-    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    propertySource: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-
-
-class StratifiedMetric(RequestModel):
-    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    startDate: ShortText
-    endDate: ShortText
-    type: ShortText | None = None
-
-
-class EntityPropertySourceRef(RequestModel):
-    propertySourceName: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    column: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-
-
-class StratifiedCsv(RequestModel):
-    original: Annotated[str, StringConstraints(max_length=100_000)]
-    identifier: ShortText
-
-
-class StratifiedSampling(RequestModel):
-    status: Literal["pending", "success", "error"]
-    metric: StratifiedMetric | None = None
-    entityPropertySource: EntityPropertySourceRef | None = None
-    csv: StratifiedCsv | None = None
-    useStratifiedSalt: bool | None = None
-    useUnits: bool | None = None
-    deltaReduction: Number | None = None
-    spreadReduction: Number | None = None
-
-
-class AssignmentSourceFilter(RequestModel):
-    condition: FilterCondition
-    column: ShortText | None = None
-    values: list[Annotated[str, StringConstraints(max_length=1000)]] | None = Field(None, max_length=1000)
-
-
-class ManualQualityScore(RequestModel):
-    """A quality criterion of this experiment's own, or a new weight for a default one."""
-
-    criteriaName: Annotated[str, StringConstraints(min_length=1, max_length=100), AfterValidator(_not_blank)]
-    status: CheckStatus
-    criteriaDescription: Annotated[str, StringConstraints(max_length=1000)]
-    score: Percent = Field(description="Percent of the criterion earned: 0 to 100.")
-    weight: Weight = Field(description="At least 0; 0 removes the criterion. Weights are renormalised.")
-
-
-class SummarySection(RequestModel):
-    name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
-    content: LongText | None = None
-
-
-class InlineTargetingRule(RuleFields):
-    """An inline targeting rule: who may enter the experiment."""
-
-    returnValue: dict[str, Any] | None = None
-
-
-# --- request bodies ------------------------------------------------------------------------------------
+# --- nullable fields ------------------------------------------------------------------------------------
 
 # Fields whose type is "... or null" in the contract (plus two that may be cleared with null).
 NULLABLE_FIELDS = frozenset(
@@ -315,185 +170,6 @@ NULLABLE_FIELDS = frozenset(
 CLEARABLE_FIELDS = frozenset(
     {"controlGroupID", "stratifiedSampling", "reviewSettings", "inlineTargetingRulesJSON"}
 )
-
-
-class _ExperimentFields(PatchModel):
-    """Every writable field; a field left out is not set. `null` only where a field allows it."""
-
-    NULLABLE: ClassVar[frozenset[str]] = NULLABLE_FIELDS | CLEARABLE_FIELDS
-
-    name: ExperimentName | None = None
-    description: Description | None = None
-    idType: IdType | None = None
-    secondaryIDType: IdType | None = None
-    identifierMappingMode: IdentifierMappingMode | None = None
-    identityResolutionSource: ShortText | None = None
-    hypothesis: LongText | None = None
-    links: list[ExperimentLink] | None = Field(None, max_length=100)
-    externalEvents: list[ExternalEvent] | None = Field(None, max_length=1000)
-    externalExperimentName: ShortText | None = None
-    groups: list[ExperimentGroupIn] | None = Field(
-        None, min_length=2, max_length=100, description="2 to 100 groups whose sizes sum to 100."
-    )
-    controlGroupID: GroupId | None = None
-    allocation: Percent | None = None
-    userBuckets: list[Bucket] | None = Field(None, max_length=1000)
-    primaryMetricTags: list[Tag] | None = Field(None, max_length=100)
-    secondaryMetricTags: list[Tag] | None = Field(None, max_length=100)
-    primaryMetrics: list[ExperimentMetricIn] | None = Field(None, max_length=100)
-    secondaryMetrics: list[ExperimentMetricIn] | None = Field(None, max_length=100)
-    otherMetrics: list[ExperimentMetricIn] | None = Field(None, max_length=100)
-    targetApps: StrList | None = None
-    tags: list[Tag] | None = Field(None, max_length=100)
-    holdoutIDs: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] | None = Field(
-        None, max_length=100
-    )
-    duration: OverOne | None = Field(None, description="Planned length in days; more than 1.")
-    targetExposures: OverOne | None = None
-    targetingGateID: Annotated[str, StringConstraints(max_length=100)] | None = Field(
-        None, description="A gate id, or empty / null for none."
-    )
-    sequentialTesting: bool | None = None
-    bonferroniCorrection: bool | None = None
-    bonferroniCorrectionPerMetric: bool | None = None
-    benjaminiHochbergPerVariant: bool | None = None
-    benjaminiHochbergPerMetric: bool | None = None
-    benjaminiPrimaryMetricsOnly: bool | None = None
-    defaultConfidenceInterval: ConfidenceInterval | None = None
-    defaultRollupWindow: RollupWindow | None = None
-    defaultChanceToBeatThreshold: Percent | None = None
-    bayesianPriors: list[BayesianPrior] | None = Field(None, max_length=100)
-    manualQualityScores: list[ManualQualityScore] | None = Field(None, max_length=10)
-    status: ExperimentStatus | None = Field(
-        None, description="Restates the current status; lifecycle endpoints change it."
-    )
-    launchedGroupID: GroupId | None = None
-    decisionReason: LongText | None = None
-    assignmentSourceName: ShortText | None = None
-    assignmentSourceExperimentName: ShortText | None = None
-    assignmentSourceFilters: list[AssignmentSourceFilter] | None = Field(None, max_length=100)
-    creatorID: ShortText | None = None
-    creatorEmail: Annotated[str, StringConstraints(max_length=320)] | None = None
-    isAnalysisOnly: bool | None = None
-    team: ShortText | None = None
-    teamID: ShortText | None = None
-    allocationDuration: OverOne | None = None
-    cohortedAnalysisDuration: OverOne | None = None
-    cohortedMetricsMatureAfterEnd: bool | None = None
-    cohortWaitUntilEndToInclude: bool | None = None
-    fixedAnalysisDuration: OverOne | None = None
-    scheduledReloadHour: Hour | None = None
-    scheduledReloadType: ReloadType | None = None
-    scheduledReloadDays: list[Weekday] | None = Field(None, max_length=7)
-    turboMode: bool | None = None
-    analysisEndTime: ShortText | None = None
-    analyticsType: AnalyticsType | None = None
-    defaultSPRTPowerParam: PowerPercent | None = None
-    defaultSPRTMDE: Positive | None = None
-    sprtBaselineMode: SprtBaselineMode | None = None
-    sprtMDESettings: list[SprtMDESetting] | None = Field(None, max_length=300)
-    isSidecar: bool | None = None
-    experimentType: ExperimentType | None = None
-    subtype: ShortText | None = None
-    enabledNonProdEnvironments: (
-        list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] | None
-    ) = Field(None, max_length=100)
-    cureCovariates: list[MetricRef] | None = Field(None, max_length=100)
-    preComputedUserDimensions: list[PreComputedUserDimension] | None = Field(None, max_length=100)
-    stratifiedSampling: StratifiedSampling | None = None
-    layerID: Annotated[str, StringConstraints(max_length=100)] | None = None
-    inlineTargetingRules: list[InlineTargetingRule] | None = Field(None, max_length=100)
-    inlineTargetingRulesJSON: Annotated[str, StringConstraints(max_length=200_000)] | None = Field(
-        None, description="The inline targeting rules as JSON text (an array of rules); `{}` or `` for none."
-    )
-    owner: OwnerIn | None = None
-    reviewSettings: ReviewSettingsIn | None = None
-    summarySections: list[SummarySection] | None = Field(None, max_length=100)
-
-    @field_validator("name")
-    @classmethod
-    def _name_not_blank(cls, value: str | None) -> str | None:
-        return None if value is None else _not_blank(value)
-
-
-class ExperimentCreate(_ExperimentFields):
-    """POST /experiments: only `name` is required; `id` defaults to the name in lower case with
-    spaces as underscores. A new experiment is in `setup`."""
-
-    name: ExperimentName
-    id: ExperimentId | None = None
-
-
-class _ExperimentChanges(_ExperimentFields):
-    version: int | None = Field(
-        None, ge=1, description="Optimistic lock: the version this change is based on."
-    )
-
-
-class ExperimentUpdate(_ExperimentChanges):
-    """POST /experiments/{id}: a full update. The peer's full-update body requires `description`,
-    `idType`, `hypothesis`, `groups`, `allocation`, `targetingGateID` (null allowed),
-    `bonferroniCorrection`, `defaultConfidenceInterval` and `status`; other fields left out keep
-    their value."""
-
-    description: Description
-    idType: IdType
-    hypothesis: LongText
-    groups: list[ExperimentGroupIn] = Field(min_length=2, max_length=100)
-    allocation: Percent
-    targetingGateID: Annotated[str, StringConstraints(max_length=100)] | None
-    bonferroniCorrection: bool
-    defaultConfidenceInterval: ConfidenceInterval
-    status: ExperimentStatus
-
-
-class ExperimentPatch(_ExperimentChanges):
-    """PATCH /experiments/{id}: only the fields sent change."""
-
-
-# --- lifecycle bodies ---------------------------------------------------------------------------------
-
-
-class ExperimentStartBody(RequestModel):
-    analysisStartTime: ShortText | None = Field(None, description="Analysis-only experiments (warehouse).")
-    analysisEndTime: ShortText | None = Field(None, description="Analysis-only experiments (warehouse).")
-
-
-class MakeDecisionBody(RequestModel):
-    id: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
-        description="The id of the group to launch."
-    )
-    decisionReason: LongText
-    removeTargeting: bool = Field(False, description="Launch to everyone: drop the targeting gate and rules.")
-
-
-class AbandonBody(RequestModel):
-    decisionReason: LongText
-
-
-class ExperimentArchiveBody(RequestModel):
-    archiveReason: Annotated[str, StringConstraints(max_length=1000)] | None = None
-
-
-class RestartAsNewBody(RequestModel):
-    name: ExperimentName
-
-    @field_validator("name")
-    @classmethod
-    def _name_not_blank(cls, value: str) -> str:
-        return _not_blank(value)
-
-
-class ScheduleStartBody(RequestModel):
-    scheduledTime: Number = Field(
-        description="When to start, in whole milliseconds since the epoch: in the future, within a year."
-    )
-
-
-class GroupNamesBody(RequestModel):
-    group_names: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] = Field(
-        min_length=1, max_length=100
-    )
 
 
 # --- list query -----------------------------------------------------------------------------------------

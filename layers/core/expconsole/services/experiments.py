@@ -99,11 +99,12 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import functools
 import json
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from expconsole import kinds
 from expconsole.errors import Conflict, Invalid
@@ -111,15 +112,8 @@ from expconsole.models.common import Owner
 from expconsole.models.experiments import (
     METRIC_LISTS,
     NULLABLE_FIELDS,
-    AbandonBody,
     Experiment,
-    ExperimentCreate,
     ExperimentListQuery,
-    ExperimentPatch,
-    ExperimentStartBody,
-    ExperimentUpdate,
-    InlineTargetingRule,
-    MakeDecisionBody,
     design_errors,
 )
 from expconsole.models.pagination import Page, page_of
@@ -132,6 +126,15 @@ from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
 if TYPE_CHECKING:
+    from expconsole.models.experiments_requests import (
+        AbandonBody,
+        ExperimentCreate,
+        ExperimentPatch,
+        ExperimentStartBody,
+        ExperimentUpdate,
+        InlineTargetingRule,
+        MakeDecisionBody,
+    )
     from expconsole.models.experiments_stored import StoredExperiment
 
 KIND = kinds.EXPERIMENT
@@ -202,8 +205,13 @@ def _default_review() -> Doc:
     return {"requiredReview": False, "allowedReviewers": []}
 
 
-# Built on first use, not at import (models.base: defer_build).
-_RULES = TypeAdapter(list[InlineTargetingRule], config=ConfigDict(defer_build=True))
+@functools.cache
+def _rules() -> TypeAdapter[list[InlineTargetingRule]]:
+    """The inline rules' validator, built where a write first needs it: the request models are
+    not created at import (models/experiments_requests.py)."""
+    from expconsole.models.experiments_requests import InlineTargetingRule
+
+    return TypeAdapter(list[InlineTargetingRule])
 
 
 def defaults() -> Doc:
@@ -415,7 +423,7 @@ def _rules_from_json(text: str | None) -> list[Doc]:
     if not isinstance(parsed, list):
         raise Invalid.field(field, "must be the JSON text of an array of rules")
     try:
-        rules = _RULES.validate_python(parsed)
+        rules = _rules().validate_python(parsed)
     except ValidationError as exc:
         errors = field_errors([{**e, "loc": (field, *e["loc"])} for e in exc.errors()])
         raise Invalid.fields(errors) from None
