@@ -374,25 +374,58 @@ def instructions(command: list[str], env: dict[str, str]) -> tuple[int, str, str
 
 def count_instructions(target: Target, interpreter: Interpreter) -> None:
     """The import's instructions: a process that sets up and imports, less one that only sets up
-    (the interpreter's own start-up is the same in both and is not the function's)."""
+    (the interpreter's own start-up is the same in both and is not the function's). With
+    --first-request, also a process that imports and invokes: the import and the first request."""
     env = probe_environment(interpreter)
-    code = PROBE.format(setup=target.setup, statement=target.statement, heavy=HEAVY)
     bare = PROBE.format(setup=target.setup, statement="pass", heavy=HEAVY)
-    whole, stdout, stderr = instructions([*interpreter.command, "-c", code], env)
-    start_up, _, _ = instructions([*interpreter.command, "-c", bare], env)
-    if whole < 0 or start_up < 0:
-        lines = [line for line in stderr.strip().splitlines() if not line.startswith("==")]
-        target.error = lines[-1] if lines else "the count failed"
+    imported = PROBE.format(setup=target.setup, statement=target.statement, heavy=HEAVY)
+    runs = [bare, imported]
+    if interpreter.first_request:
+        runs.append(
+            REQUEST_PROBE.format(
+                setup=target.setup,
+                statement=target.statement,
+                invoke=target.invoke,
+                event=target.event,
+                heavy=HEAVY,
+            )
+        )
+    counts, stdout, stderr = [], "", ""
+    for code in runs:
+        count, stdout, stderr = instructions([*interpreter.command, "-c", code], env)
+        if count < 0:
+            lines = [line for line in stderr.strip().splitlines() if not line.startswith("==")]
+            target.error = lines[-1] if lines else "the count failed"
+            return
+        counts.append(count)
+    report = json.loads(stdout.strip().splitlines()[-1])
+    answer = report.get("answer", 200)
+    if not isinstance(answer, int) or answer >= 500:
+        target.error = f"the first request failed: {answer}"
         return
-    target.times_ms.append((whole - start_up) / 1e6)  # millions of instructions, in the same slot
-    target.heavy.update(json.loads(stdout.strip().splitlines()[-1])["heavy"])
+    # Millions of instructions, in the timing slots: the whole, and the import's share.
+    target.times_ms.append((counts[-1] - counts[0]) / 1e6)
+    target.import_ms.append((counts[1] - counts[0]) / 1e6)
+    target.heavy.update(report["heavy"])
 
 
-def run_instructions(build_dir: Path | None) -> list[Target]:
+def run_instructions(build_dir: Path | None, first_request: bool = False) -> list[Target]:
     """Count every target once; two at a time per core is fine, since the count is not a time."""
     if shutil.which("valgrind") is None:
         raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
     interpreter, all_targets = built_targets(build_dir) if build_dir else (Interpreter(), targets())
+    if not first_request:
+        return _count_all(interpreter, all_targets)
+    from expconsole_tools.local.artifact import built_template
+
+    template = built_template(build_dir) if build_dir else TEMPLATE
+    events = sample_events(template)
+    with storage(events) as env:
+        interpreter, all_targets = with_first_requests(interpreter, all_targets, template, env, events)
+        return _count_all(interpreter, all_targets)
+
+
+def _count_all(interpreter: Interpreter, all_targets: list[Target]) -> list[Target]:
     for target in all_targets:  # as in _measure_all: the first import writes the bytecode cache
         measure(target, interpreter)
         target.times_ms.clear()
@@ -402,17 +435,23 @@ def run_instructions(build_dir: Path | None) -> list[Target]:
     return all_targets
 
 
-def report_instructions(all_targets: list[Target]) -> bool:
+def report_instructions(all_targets: list[Target], first_request: bool = False) -> bool:
     """The table of counts; True when every import worked and every CRUD function is within budget."""
     baseline = all_targets[0]
     if baseline.error:
         print(f"baseline import failed: {baseline.error}")
         return False
     base = baseline.times_ms[0]
-    print(f"Instructions executed by the import (cachegrind), once each; CRUD budget: {BUDGET}x baseline")
-    print(f"baseline = `{BASELINE_IMPORT}`\n")
+    what = "the import and the first request" if first_request else "the import"
+    print(f"Instructions executed by {what} (cachegrind), once each; CRUD budget: {BUDGET}x baseline")
+    if first_request:
+        print(f"baseline = `{BASELINE_IMPORT}`, a DynamoDB client, one GetItem\n")
+    else:
+        print(f"baseline = `{BASELINE_IMPORT}`\n")
     header = (
-        f"{'target':<20} {'kind':<5} {'M instr':>9} {'x base':>7}  {'budget':<6} numpy/scipy/pyarrow/duckdb"
+        f"{'target':<20} {'kind':<5} {'M instr':>9} {'x base':>7}  {'budget':<6} "
+        + ("import M  " if first_request else "")
+        + "numpy/scipy/pyarrow/duckdb"
     )
     print(header)
     print("-" * len(header))
@@ -420,13 +459,14 @@ def report_instructions(all_targets: list[Target]) -> bool:
     for target in all_targets:
         kind = "-" if target.name == BASELINE else ("CRUD" if target.crud else "stats")
         if target.error:
-            print(f"{target.name:<20} {kind:<5} {'import failed: ' + target.error}")
+            print(f"{target.name:<20} {kind:<5} {'failed: ' + target.error}")
             ok = False
             continue
         count = target.times_ms[0]
         status = verdict(target, base)
         heavy = ", ".join(sorted(target.heavy)) or "none"
-        print(f"{target.name:<20} {kind:<5} {count:>9.1f} {count / base:>7.3f}  {status:<6} {heavy}")
+        share = f"{target.import_ms[0]:>8.1f}  " if first_request else ""
+        print(f"{target.name:<20} {kind:<5} {count:>9.1f} {count / base:>7.3f}  {status:<6} {share}{heavy}")
         if target.crud and (status == "FAIL" or target.heavy):
             ok = False
     return ok
@@ -557,18 +597,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--instructions",
         action="store_true",
-        help="count the instructions each import executes (valgrind's cachegrind, one run each) "
-        "instead of timing it",
+        help="count the instructions each import (with --first-request: and first request) executes "
+        "(valgrind's cachegrind, one run each) instead of timing it",
     )
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
-    if args.instructions and args.first_request:
-        parser.error("--instructions counts imports only; it cannot be combined with --first-request")
     if args.build_dir is not None:
         print(f"Built stack: {args.build_dir} (the runtime's interpreter, as Lambda imports each function)")
     if args.instructions:
-        ok = report_instructions(run_instructions(args.build_dir))
+        counted = run_instructions(args.build_dir, args.first_request)
+        ok = report_instructions(counted, args.first_request)
         return 1 if args.check and not ok else 0
     ok = report(run(args.repeat, args.build_dir, args.first_request), args.repeat, args.first_request)
     return 1 if args.check and not ok else 0
