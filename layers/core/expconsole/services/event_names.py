@@ -7,8 +7,8 @@ a `warning` naming it and the closest logged names, and pulse lists such metrics
 `missingMetrics` and fails the metrics health check until the events arrive.
 
 "Logged" is what the ingestion counters saw (store.event_counters): one GSI1 query per name. The
-closest names come from the counters of the last `NEARBY_DAYS` days (one query per day), read
-only when a name is unknown.
+closest names come from the counters of the last `NEARBY_DAYS` days (one query per day, made
+together), read only when a name is unknown.
 """
 
 from __future__ import annotations
@@ -58,13 +58,16 @@ def unlogged(names: list[str]) -> list[str]:
 
 
 def recent_names(today: datetime | None = None) -> list[str]:
-    """Event names the counters saw in the last NEARBY_DAYS days (one query per day)."""
+    """Event names the counters saw in the last NEARBY_DAYS days: one query per day, all at once,
+    so that a warning waits for about one round trip, not fifteen in a row."""
+    # Imported here: only a warning needs threads, and most requests warn of nothing.
+    from concurrent.futures import ThreadPoolExecutor
+
     today = today or datetime.now(UTC)
-    seen: set[str] = set()
-    for offset in range(-1, NEARBY_DAYS):
-        day = (today - timedelta(days=offset)).date().isoformat()
-        seen.update(str(item["name"]) for item in event_counters.for_day(day) if item.get("name"))
-    return sorted(seen)
+    days = [(today - timedelta(days=offset)).date().isoformat() for offset in range(-1, NEARBY_DAYS)]
+    with ThreadPoolExecutor(max_workers=len(days)) as pool:
+        counters = list(pool.map(event_counters.for_day, days))
+    return sorted({str(item["name"]) for day in counters for item in day if item.get("name")})
 
 
 def closest(name: str, names: list[str]) -> list[str]:
