@@ -162,9 +162,14 @@ class Journal:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file: Any = None
+        # What a compaction keeps as it was, gathered by the replay: the entries that make tables
+        # and buckets (and set them up or remove them), in order; items and objects are rewritten
+        # from state.
+        self.setup: list[dict[str, Any]] = []
 
     def replay(self, app: Callable[..., Any]) -> int:
         """Apply every entry through a moto WSGI app; a torn last line (a crash mid-write) is cut off."""
+        self.setup = []
         if not self.path.exists():
             return 0
         from werkzeug.test import Client
@@ -183,6 +188,8 @@ class Journal:
                         "move the data dir aside or use --ephemeral"
                     ) from exc
                 _replay_entry(client, entry, f"{self.path} entry {applied + 1}")
+                if _is_setup(entry):
+                    self.setup.append(entry)
                 applied += 1
                 good_bytes += len(line)
         if good_bytes < self.path.stat().st_size:
@@ -194,19 +201,6 @@ class Journal:
 
     def open(self) -> None:
         self._file = self.path.open("ab")
-
-    def setup_entries(self) -> list[dict[str, Any]]:
-        """The entries that make tables and buckets (and set them up or remove them), in order:
-        what a compaction keeps as it was, since the items and objects are rewritten from state."""
-        if not self.path.exists():
-            return []
-        kept = []
-        with self.path.open("rb") as journal:
-            for line in journal:
-                entry = json.loads(line)
-                if _is_setup(entry):
-                    kept.append(entry)
-        return kept
 
     def compact(self, entries: Iterable[dict[str, Any]]) -> int:
         """Replace the journal with `entries` (written beside it, then renamed over it); their count."""
@@ -567,9 +561,8 @@ class EmbeddedBackend:
         assert self._journal is not None
         if self.replayed < COMPACT_AFTER:
             return
-        live = _live_records()
-        setup = self._journal.setup_entries()
-        if 2 * (live + len(setup)) > self.replayed:
+        setup = self._journal.setup
+        if 2 * (_live_records() + len(setup)) > self.replayed:
             return
         written = self._journal.compact(_state_entries(setup))
         self.compacted = (self.replayed, written)
