@@ -1,8 +1,9 @@
 """Cold-start cost of each function against its bare dependencies.
 
-A Lambda cold start includes importing the handler module, and for the CRUD functions that
-cost is part of the product (DESIGN.md): each must import within 1.2x of `import boto3,
-pydantic, aws_lambda_powertools` alone, and must never pull in numpy, scipy, pyarrow or duckdb.
+A Lambda cold start includes importing the handler module, and for the CRUD functions that cost is
+part of the product (docs/architecture.md, 'Cold start'): each must import within 1.2x of
+`import boto3, pydantic, aws_lambda_powertools` alone, and must never pull in numpy, scipy, pyarrow or
+duckdb.
 
 `--first-request` measures what a caller waits for on a cold sandbox instead: the import plus
 the first invocation (the function's sample event from events/, against DynamoDB and S3 in a

@@ -3,11 +3,12 @@
 The request bodies are in models/experiments_requests.py, which the experiments function imports
 lazily (a read never creates them).
 
-Field limits are the contract's (`spec/console-api.md`, "Experiment" and "Limits"); where it is
-silent they follow the peer API, and a few generous caps keep a stored experiment within one
-DynamoDB item. Checks that relate several fields (group sizes summing to 100, the control group
-naming a group, complete SPRT settings, ...) live in `design_errors`, which the service runs on
-the experiment as it would be stored, so create, full update, patch and restart share them.
+Field limits are the console API's (`docs/api/experiments.md`, with `openapi.json` generated from
+these models); where it is silent they follow the peer (Statsig's) console API, and a few generous
+caps keep a stored experiment within one DynamoDB item. Checks that relate several fields (group
+sizes summing to 100, the control group naming a group, complete SPRT settings, ...) live in
+`design_errors`, which the service runs on the experiment as it would be stored, so create, full
+update, patch and restart share them.
 
 An experiment's fields are declared once, in `ExperimentFields`, in the order a new experiment
 stores them: the stored experiment (`StoredExperiment`, in models/experiments_stored.py, which a
