@@ -303,7 +303,7 @@ def probe_environment(interpreter: Interpreter) -> dict[str, str]:
     """The probe's environment. On the source tree, without PYTHONDONTWRITEBYTECODE (which some
     shells and CI images set): the unmeasured first import must write our modules' bytecode, as
     pip wrote the installed packages', or every measured import would compile them from source
-    (on this project some 180 M instructions, a fifth of the baseline). The built stack's
+    (docs/performance.md, 'Cold start'). The built stack's
     interpreter runs with -B anyway: the build ships the bytecode, as Lambda's read-only code
     folders need."""
     env = {**os.environ, **ENV, **dict(interpreter.env)}

@@ -54,7 +54,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_ROOTS = (ROOT / "layers/core", ROOT / "layers/core/expconsole", ROOT / "tools/expconsole_tools")
 # Written apart so that this file does not name them itself.
-OUTSIDE = ("../" + "shared", "STATS.md", "DESIGN.md", "console-api.md", "peer-console-openapi")
+OUTSIDE = tuple(
+    a + b
+    for a, b in [
+        ("../", "shared"),
+        ("STATS", ".md"),
+        ("DESIGN", ".md"),
+        ("console-api", ".md"),
+        ("peer-console", "-openapi"),
+    ]
+)
 BINARY_SUFFIXES = {".png", ".jpg", ".gif", ".ico", ".gz", ".zip", ".parquet", ".woff", ".woff2", ".pyc"}
 SKIPPED_DIRS = {".git", "node_modules", "__pycache__"}
 

@@ -533,8 +533,8 @@ class _AsAnswered:
     """Where an envelope answers an Experiment: with the keys of the answer it was built from, in
     their order (`Experiment.of`). A wrap serializer without a return schema, so the JSON schema
     stays the model's. (pydantic's model_serializer would do the same from within Experiment, but
-    importing pydantic.functional_serializers costs the experiments function's import some 9 M
-    instructions, 1 % of the baseline.)"""
+    importing pydantic.functional_serializers would add to the experiments function's import:
+    docs/performance.md, 'Cold start'.)"""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: "GetCoreSchemaHandler") -> CoreSchema:
         return {**handler(source), "serialization": wrap_serializer_function_ser_schema(_in_answered_order)}

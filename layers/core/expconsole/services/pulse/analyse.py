@@ -34,7 +34,7 @@ ordered aggregates (`ORDER BY day`, at most 7 terms per unit); for the statistic
 unit values of each result day are written sorted by (group, unit) into `unit_stats` (a parallel
 sort) and aggregated by one thread, which reads that table in its order. One sort shared by
 every statistic costs a fraction of an `ORDER BY` per aggregate (DuckDB sorts each ordered
-aggregate's input apart: at 4M events 1.5 s for the sort and the 1-thread pass against 22 s).
+aggregate's input apart; the measurements: docs/performance.md, 'Pulse pipeline').
 Window sums run in (unit, day) order already; counts are exact.
 
 Funnels (`funnelCountDistinct`): users mode counts a unit once it did every step in order, each
