@@ -47,8 +47,8 @@ PYTHON ?= $(or $(LAMBDA_PYTHON),python3)
 # them. Beside them, lambda-runtime/ holds what the Lambda runtime provides (boto3), so that
 # `expconsole serve --build-dir` runs the functions with exactly what they have in AWS.
 # The functions' own code gets its bytecode here, as the layers get theirs in their Makefiles: Lambda's
-# /var/task is read-only, so without it every cold start compiles app.py (some 25 M instructions, ~3 %
-# of the bare boto3 + pydantic + Powertools import). SAM copies sources only; its folders are *Function.
+# /var/task is read-only, so without it every cold start compiles app.py (what that costs:
+# docs/performance.md, 'Cold start'). SAM copies sources only; its folders are *Function.
 build: install-sam
 	@test -n "$(LAMBDA_PYTHON)" || { echo "make build: no working $(RUNTIME) (the functions' runtime) on PATH \
 	or in pyenv; install CPython 3.12, or give its path: make build LAMBDA_PYTHON=/path/to/python3.12" >&2; exit 1; }

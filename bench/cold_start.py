@@ -1,8 +1,9 @@
 """Cold-start cost of each function against its bare dependencies.
 
-A Lambda cold start includes importing the handler module, and for the CRUD functions that
-cost is part of the product (DESIGN.md): each must import within 1.2x of `import boto3,
-pydantic, aws_lambda_powertools` alone, and must never pull in numpy, scipy, pyarrow or duckdb.
+A Lambda cold start includes importing the handler module, and for the CRUD functions that cost is
+part of the product (docs/architecture.md, 'Cold start'): each must import within 1.2x of
+`import boto3, pydantic, aws_lambda_powertools` alone, and must never pull in numpy, scipy, pyarrow or
+duckdb.
 
 `--first-request` measures what a caller waits for on a cold sandbox instead: the import plus
 the first invocation (the function's sample event from events/, against DynamoDB and S3 in a
@@ -302,7 +303,7 @@ def probe_environment(interpreter: Interpreter) -> dict[str, str]:
     """The probe's environment. On the source tree, without PYTHONDONTWRITEBYTECODE (which some
     shells and CI images set): the unmeasured first import must write our modules' bytecode, as
     pip wrote the installed packages', or every measured import would compile them from source
-    (on this project some 180 M instructions, a fifth of the baseline). The built stack's
+    (docs/performance.md, 'Cold start'). The built stack's
     interpreter runs with -B anyway: the build ships the bytecode, as Lambda's read-only code
     folders need."""
     env = {**os.environ, **ENV, **dict(interpreter.env)}

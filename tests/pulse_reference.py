@@ -2,7 +2,7 @@
 """An independent reference of the pulse pipeline, computed from raw events in plain Python/numpy.
 
 It reads the same metric bodies a user sends to `POST /console/v1/metrics` and the raw events a
-user sends to the ingestion webhook, and applies the definitions of DESIGN.md and STATS.md
+user sends to the ingestion webhook, and applies the definitions of docs/pulse.md and docs/statistics.md
 directly (no code of `expconsole.services.pulse` or `expconsole.stats`):
 
 - a unit's exposure is its first `console::experiment_exposure` for the experiment at or after

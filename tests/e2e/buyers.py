@@ -2,7 +2,8 @@
 
 A started two-group experiment (`c`, `t`) whose primary metric counts the users who bought;
 exposures and purchases generated with a seed; the expected Δ and p-value computed here with
-numpy and scipy (STATS.md: Welch's t below 100 df, else the normal), independently of the code.
+numpy and scipy (docs/statistics.md, 'Fixed-horizon test': Welch's t below 100 df, else the
+normal), independently of the code.
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ def send_buyers(
 
 
 def expected_welch(test: np.ndarray, control: np.ndarray) -> tuple[float, float]:
-    """Δ of means and its two-sided p-value (STATS.md: Student's t below 100 Welch df, else normal)."""
+    """Δ of means and its two-sided p-value: Student's t below 100 Welch df, else normal.
+
+    (docs/statistics.md, 'Fixed-horizon test'.)
+    """
     vt, vc = test.var(ddof=1) / test.size, control.var(ddof=1) / control.size
     delta = test.mean() - control.mean()
     df = (vt + vc) ** 2 / (vt**2 / (test.size - 1) + vc**2 / (control.size - 1))

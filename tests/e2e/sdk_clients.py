@@ -2,7 +2,7 @@
 
 Both SDKs take the console's API base; nothing they do needs Statsig's hosts. The pure SDK's own
 error reporter (a class attribute, not an option) is pointed at the console's `sdk_exception`
-route, as the README says; `guarded_network` proves no other host is asked for.
+route, as docs/sdks.md says; `guarded_network` proves no other host is asked for.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ JSON Schema enforcement with paths, variants, references, and every limit at its
 
 The server is shared by the session, so every test makes its own configs (unique ids) and
 narrows list assertions with a tag of its own. Release pipelines and segments are written
-straight into the server's table (the store's item shape, README "Data"), so these tests do
-not depend on the API of those entities.
+straight into the server's table (the store's item shape, docs/architecture.md, 'Data: one
+DynamoDB table'), so these tests do not depend on the API of those entities.
 
 Only what needs the server stays here (a happy path, an error, keys, concurrency, the workflows);
 the validation, edge and list cases run in process in
@@ -53,7 +53,8 @@ CONTRACT_FIELDS = {
     "lastModifierEmail",
     "lastModifiedTime",
 }
-# Contract fields typed as plain strings: answered when set, left out when not (DESIGN.md).
+# Contract fields typed as plain strings: answered when set, left out when not (docs/architecture.md,
+# 'Decisions').
 OPTIONAL_FIELDS = {"schema", "schemaJson5", "releasePipelineID", "team", "teamID"}
 
 

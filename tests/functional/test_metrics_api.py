@@ -166,7 +166,10 @@ def ids_of(listing: dict[str, Any]) -> list[str]:
 
 
 class Experiments:
-    """Puts experiment documents into the table as the store keeps entities (README, "Data")."""
+    """Puts experiment documents into the table as the store keeps entities.
+
+    (docs/architecture.md, 'Data: one DynamoDB table'.)
+    """
 
     def __init__(self, client: Any, table: str) -> None:
         self.client = client

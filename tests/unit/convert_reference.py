@@ -1,7 +1,7 @@
 """The sample exports and what converting them must give, worked out here independently.
 
-The expected events are computed from the sample input with the mapping README.md documents
-("Converting other tools' exports"), written plainly (strptime, explicit branches) rather than
+The expected events are computed from the sample input with the mapping `docs/api/events.md` documents
+(converting other tools' exports), written plainly (strptime, explicit branches) rather than
 with the converter's code, so that a test compares two readings of the same rules instead of
 the converter with itself. Shared by tests/unit/test_convert.py and tests/e2e/test_convert_cli.py.
 """
@@ -21,7 +21,7 @@ EXPORTS = Path(__file__).resolve().parents[1] / "data" / "exports"
 TOOLS = ("amplitude", "mixpanel", "segment")
 YEAR_2000_MS = 946_684_800_000
 
-# README: Amplitude's own user properties that become user fields beside user_properties.
+# docs/api/events.md: Amplitude's own user properties that become user fields beside user_properties.
 AMPLITUDE_USER_COLUMNS = [
     "platform",
     "os_name",
@@ -139,7 +139,7 @@ def _mixpanel(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _segment() -> Any:
-    """A converter of one message that remembers identify traits, as the README says."""
+    """A converter of one message that remembers identify traits, as docs/api/events.md says."""
     traits: dict[str, dict[str, Any]] = {}
 
     def convert_one(row: dict[str, Any]) -> dict[str, Any] | None:

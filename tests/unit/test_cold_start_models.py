@@ -70,8 +70,8 @@ print(json.dumps({"at_import": at_import, "after": ours()}))
 
 
 def test_the_experiments_function_creates_its_request_models_only_when_a_request_needs_them() -> None:
-    """The experiments' request bodies (~30 classes, some 90 M instructions: 10% of the baseline
-    import) are created by the first request that sends one; a sandbox serving reads never
+    """The experiments' request bodies (~30 classes; their cost: docs/performance.md, 'Cold
+    start') are created by the first request that sends one; a sandbox serving reads never
     creates them (models/experiments_requests.py)."""
     result = subprocess.run(
         [sys.executable, "-P", "-c", REQUESTS_PROBE, str(ROOT / "functions" / "experiments")],

@@ -29,7 +29,7 @@ def assert_close(actual: float | None, expected: float, *, rel: float = REL, abs
 
 @dataclass(frozen=True)
 class Welch:
-    """The fixed-horizon figures of STATS.md computed by scipy from raw values."""
+    """The fixed-horizon figures (docs/statistics.md, 'Fixed-horizon test') from raw values."""
 
     delta: float
     variance: float
@@ -43,7 +43,7 @@ class Welch:
 
 
 def welch_reference(test: np.ndarray, control: np.ndarray, alpha: float) -> Welch:
-    """Welch's test as STATS.md defines it: scipy's Welch t when ν < 100, else the normal."""
+    """Welch's test as docs/statistics.md defines it: scipy's Welch t when ν < 100, else the normal."""
     test, control = np.asarray(test, float), np.asarray(control, float)
     se_t, se_c = stats.sem(test), stats.sem(control)
     v = se_t**2 + se_c**2
@@ -67,7 +67,7 @@ def welch_reference(test: np.ndarray, control: np.ndarray, alpha: float) -> Welc
 
 
 def delta_method_percent_half(test: np.ndarray, control: np.ndarray, crit: float) -> float:
-    """STATS.md's percent half-width, 100·crit·√(s_t²/(n_t·x̄_c²) + x̄_t²·s_c²/(n_c·x̄_c⁴))."""
+    """The percent half-width of docs/statistics.md, 100·crit·√(s_t²/(n_t·x̄_c²) + x̄_t²·s_c²/(n_c·x̄_c⁴))."""
     mt, mc = np.mean(test), np.mean(control)
     vt, vc = np.var(test, ddof=1), np.var(control, ddof=1)
     return float(100 * crit * np.sqrt(vt / (len(test) * mc**2) + mt**2 * vc / (len(control) * mc**4)))

@@ -14,7 +14,7 @@ from tests.unit.stats.reference import assert_close, generated_groups
 
 
 def _reference(t: np.ndarray, c: np.ndarray, alpha: float) -> dict[str, float]:
-    """STATS.md's mSPRT, term by term, from the raw values."""
+    """The mSPRT of docs/statistics.md, term by term, from the raw values."""
     s2t, s2c = np.var(t, ddof=1), np.var(c, ddof=1)
     v = s2t / len(t) + s2c / len(c)
     crit = stats.norm.ppf(1 - alpha / 2)

@@ -2,8 +2,8 @@
 
 The model (contract, Events part): `{event, user: {userID?, stableID?, …user properties},
 timestamp (ms), metadata, value?}`. Each mapper follows its tool's public export format; the
-rules, and what is deliberately dropped, are listed in README.md ("Converting other tools'
-exports"). A mapper returns the event, `None` for a message that is not an event (a Segment
+rules, and what is deliberately dropped, are listed in `docs/api/events.md` (converting other tools'
+exports). A mapper returns the event, `None` for a message that is not an event (a Segment
 `identify`, an Amplitude `$identify`), or raises `Skip` with the reason a row cannot become one.
 Nested property values are kept as they are (JSON objects and arrays stay JSON in `metadata`).
 """

@@ -5,8 +5,9 @@ use instead of when the class is created, so a function's cold start builds only
 request validates, not every model its routes name (tests/unit/test_cold_start_models.py).
 
 The model modules do without `from __future__ import annotations`: with it every field annotation
-is a string that pydantic compiles and evaluates when the class is created, some 40 % of creating
-a model class, paid at every cold start for every model a function imports.
+is a string that pydantic compiles and evaluates when the class is created, a large share of
+creating a model class (docs/performance.md, 'Cold start'), paid at every cold start for every
+model a function imports.
 """
 
 import math

@@ -124,8 +124,8 @@ def check_event(index: int, raw: Any, now_ms: int, errors: list[Error]) -> dict[
 
 
 def logged_record(line: dict[str, Any]) -> dict[str, Any]:
-    """A stored line as the catalogue lists it (DESIGN.md: numeric value as its JSON text,
-    userID `""` when only stableID was given)."""
+    """A stored line as the catalogue lists it: numeric value as its JSON text, userID `""` when
+    only stableID was given (docs/architecture.md, 'Decisions')."""
     value = line.get("value")
     if value is None:
         text = ""

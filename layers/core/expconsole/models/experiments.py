@@ -3,11 +3,12 @@
 The request bodies are in models/experiments_requests.py, which the experiments function imports
 lazily (a read never creates them).
 
-Field limits are the contract's (`spec/console-api.md`, "Experiment" and "Limits"); where it is
-silent they follow the peer API, and a few generous caps keep a stored experiment within one
-DynamoDB item. Checks that relate several fields (group sizes summing to 100, the control group
-naming a group, complete SPRT settings, ...) live in `design_errors`, which the service runs on
-the experiment as it would be stored, so create, full update, patch and restart share them.
+Field limits are the console API's (`docs/api/experiments.md`, with `openapi.json` generated from
+these models); where it is silent they follow the peer (Statsig's) console API, and a few generous
+caps keep a stored experiment within one DynamoDB item. Checks that relate several fields (group
+sizes summing to 100, the control group naming a group, complete SPRT settings, ...) live in
+`design_errors`, which the service runs on the experiment as it would be stored, so create, full
+update, patch and restart share them.
 
 An experiment's fields are declared once, in `ExperimentFields`, in the order a new experiment
 stores them: the stored experiment (`StoredExperiment`, in models/experiments_stored.py, which a
@@ -532,8 +533,8 @@ class _AsAnswered:
     """Where an envelope answers an Experiment: with the keys of the answer it was built from, in
     their order (`Experiment.of`). A wrap serializer without a return schema, so the JSON schema
     stays the model's. (pydantic's model_serializer would do the same from within Experiment, but
-    importing pydantic.functional_serializers costs the experiments function's import some 9 M
-    instructions, 1 % of the baseline.)"""
+    importing pydantic.functional_serializers would add to the experiments function's import:
+    docs/performance.md, 'Cold start'.)"""
 
     def __get_pydantic_core_schema__(self, source: Any, handler: "GetCoreSchemaHandler") -> CoreSchema:
         return {**handler(source), "serialization": wrap_serializer_function_ser_schema(_in_answered_order)}

@@ -1,11 +1,11 @@
 """Experiments: what a client may send to change one (create, update, patch, the lifecycle bodies).
 
 Apart from models/experiments.py so that a cold start serving a read does not create them: the
-experiments function imports this module lazily (`expconsole.lazy`), so its ~30 request classes
-(the writable fields, ~85 of them, in create, update and patch) are created by the first request
-that sends a body, and a sandbox that only reads never creates them. Some 90 M instructions, 10%
-of the baseline import (bench/cold_start.py --instructions). The scalar types, the nullable
-fields and the design checks they share with the answer stay in models/experiments.py.
+experiments function imports this module lazily (`expconsole.lazy`), so its ~30 request classes (the
+writable fields, ~85 of them, in create, update and patch) are created by the first request that
+sends a body, and a sandbox that only reads never creates them (what that saves:
+docs/performance.md, 'Cold start'). The scalar types, the nullable fields and the design checks they
+share with the answer stay in models/experiments.py.
 """
 
 from typing import Annotated, Any, ClassVar, Literal

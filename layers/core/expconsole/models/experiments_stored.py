@@ -2,8 +2,8 @@
 
 Apart from models/experiments.py (which declares the fields, `ExperimentFields`) so that the
 experiments function's import does not create it: only a write needs it (services.experiments
-imports it where it writes), and creating a model of an experiment's ~100 fields costs some 17 M
-instructions (2 % of the baseline import), which a cold start serving a read need not pay.
+imports it where it writes), and creating a model of an experiment's ~100 fields has a cost
+(docs/performance.md, 'Cold start') which a cold start serving a read need not pay.
 """
 
 from collections.abc import Mapping

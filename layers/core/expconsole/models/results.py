@@ -18,7 +18,8 @@ from expconsole.models.base import QueryBool, ResponseModel
 EntityKind = Literal["EXPERIMENT", "HOLDOUT"]
 StatisticKind = Literal["mean", "ratio"]
 
-# Holdout comparisons use these group ids: held-out units are the control (DESIGN.md).
+# Holdout comparisons use these group ids: held-out units are the control (docs/statistics.md,
+# 'Holdouts: topline impact and reverse power').
 HOLDOUT_CONTROL_GROUP = "control"
 HOLDOUT_TEST_GROUP = "test"
 

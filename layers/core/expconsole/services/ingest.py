@@ -4,7 +4,7 @@ Steps: the raw body's size is checked before parsing (413 past 1 MiB), then the 
 events (413 past 2,000); every event is validated (models.events.check_event) and any error
 rejects the whole request with a 400 naming each bad event as `events[<i>].<field>`.
 
-Object keys (DESIGN.md, "events by day"): the request's events are serialised canonically
+Object keys (docs/architecture.md, 'Events by day'): the request's events are serialised canonically
 (`json.dumps(sort_keys=True)`), hashed with SHA-256, and each UTC day the events fall on gets
 `events/date=<day>/<sha256(digest + day)[:40]>.jsonl.gz`. The rule is: an identical request
 (the same events in the same order, whatever the JSON whitespace, key order or envelope —

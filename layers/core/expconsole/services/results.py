@@ -8,7 +8,7 @@ Experiments. One read of the experiment, one or two Queries of its statistics (t
 index, then that day), then the engine. Unset query options take the experiment's settings:
 `confidence` ← `defaultConfidenceInterval`; the correction flags ← `bonferroniCorrection`,
 `bonferroniCorrectionPerMetric`, `benjaminiHochbergPerMetric`, `benjaminiHochbergPerVariant`,
-`benjaminiPrimaryMetricsOnly`; `cuped` ← true (DESIGN.md). Sequential figures follow
+`benjaminiPrimaryMetricsOnly`; `cuped` ← true (docs/statistics.md, 'CUPED'). Sequential figures follow
 `sequentialTesting`, with the elapsed share of the planned `duration` measured from `startTime`
 to the end of the result day (UTC). `analyticsType` bayesian adds the Bayesian fields (prior from
 `bayesianPriors` for the metric, else flat); sprt adds the SPRT decision fields.

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF002 - formulas keep their own notation (Greek letters, minus signs)
-"""Statistics of pulse results (STATS.md), as pure functions of sufficient statistics.
+"""Statistics of pulse results (docs/statistics.md), as pure functions of sufficient statistics.
 
 Each statistic is a small immutable object (`moments`) stored in a numerically stable form:
 n, means and centred co-moments, merged across days with Chan et al.'s update; raw sums

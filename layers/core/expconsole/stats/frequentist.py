@@ -1,10 +1,13 @@
 # ruff: noqa: RUF001, RUF002 - formulas keep their own notation (Greek letters, minus signs)
-"""Fixed-horizon two-sample test of STATS.md: Welch z/t, absolute and percent intervals.
+"""Fixed-horizon two-sample test: Welch z/t, absolute and percent intervals.
+
+The formulas: docs/statistics.md, 'Fixed-horizon test'.
 
 The percent change divides the delta by a reference mean, the control mean unless the caller
 passes another (CUPED keeps the raw control mean as denominator while the delta and the
 variances are adjusted). Its delta-method interval treats the test mean as `reference + Δ`,
-which is x̄_t without CUPED, so the formula is that of STATS.md.
+which is x̄_t without CUPED, so the formula is that of docs/statistics.md, 'Percent change and
+its interval'.
 """
 
 from __future__ import annotations
@@ -120,8 +123,8 @@ def fieller_interval(
 ) -> tuple[float, float] | None:
     """Fieller's interval for x̄_t/x̄_c with independent means; None when unbounded (g ≥ 1).
 
-    STATS.md writes it with s²/(n−1) where s² is the ÷n variance; that is the variance of the
-    mean s²_sample/n used here.
+    Written with the variances of the means, s²/n (docs/statistics.md, 'Percent change and its
+    interval').
     """
     g = divide(crit * crit * var_mean_control, mean_control * mean_control)
     r = divide(mean_test, mean_control)

@@ -1,7 +1,8 @@
 # ruff: noqa: RUF002 - formulas keep their own notation (Greek letters, minus signs)
 """Holdout figures: topline impact, its projection to the whole population, and reverse power.
 
-Topline (STATS.md): `absoluteToplineImpact = Δ·n_test`, the total change over the test units;
+Topline (docs/statistics.md, 'Holdouts: topline impact and reverse power'):
+`absoluteToplineImpact = Δ·n_test`, the total change over the test units;
 `relativeToplineImpact = 100·absoluteToplineImpact/(x̄_c·(n_t + n_c))`, that change as a share
 of the metric's total over everyone observed. The `…Delta` companions are the same maps applied
 to the interval half-width (the control mean and counts taken as fixed).

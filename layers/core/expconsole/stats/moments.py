@@ -1,15 +1,15 @@
 # ruff: noqa: RUF002 - formulas keep their own notation (Greek letters, minus signs)
 """Sufficient statistics of one group, kept in a numerically stable form.
 
-Representation. Every statistic stores `n`, the mean of each column and the centred
-co-moments `C_ij = Σ (a_i − ā_i)(a_j − ā_j)` (for one column, `m2 = Σ (x − x̄)²`), never raw
-power sums. The sums of STATS.md are exact functions of this form and are offered as
-properties (`Σx = n·x̄`, `Σx² = m2 + n·x̄²`, `Σxp = C_xp + n·x̄·p̄`); `from_sums` converts the
-other way for records that were written as sums, which cannot undo cancellation already
-suffered when `Σx²` is huge next to the spread. Days are combined with the pairwise update of
-Chan, Golub and LeVeque on the centred form, so merging any split of the units gives the
-whole to rounding whatever the offset of the values. The pulse pipeline should therefore
-store the fields of these dataclasses (`dataclasses.asdict`), not sums.
+Representation. Every statistic stores `n`, the mean of each column and the centred co-moments
+`C_ij = Σ (a_i − ā_i)(a_j − ā_j)` (for one column, `m2 = Σ (x − x̄)²`), never raw power sums. The raw sums
+(docs/statistics.md, 'Group statistics') are exact functions of this form and are offered as
+properties (`Σx = n·x̄`, `Σx² = m2 + n·x̄²`, `Σxp = C_xp + n·x̄·p̄`); `from_sums` converts the other
+way for records that were written as sums, which cannot undo cancellation already suffered when
+`Σx²` is huge next to the spread. Days are combined with the pairwise update of Chan, Golub and
+LeVeque on the centred form, so merging any split of the units gives the whole to rounding whatever
+the offset of the values. The pulse pipeline should therefore store the fields of these dataclasses
+(`dataclasses.asdict`), not sums.
 
 Statistics hand the tests a `GroupSummary` (n, mean, unit variance), with None where a figure
 is undefined (no units, one unit, a zero ratio denominator) and the reason why.
@@ -196,7 +196,7 @@ class SampleMeanStatistic:
 
     @classmethod
     def from_sums(cls, n: int, sum: float, sum_squares: float) -> SampleMeanStatistic:
-        """From the stored `n, Σx, Σx²` record of STATS.md."""
+        """From a record written as the sums `n, Σx, Σx²`."""
         m = Moments.from_sums(n, [sum], [[sum_squares]])
         return cls(m.n, m.means[0], m.comoments[0][0])
 

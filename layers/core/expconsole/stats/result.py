@@ -1,11 +1,11 @@
 # ruff: noqa: RUF001, RUF002 - formulas keep their own notation (Greek letters, minus signs)
 """One pulse result entry from two group statistics, and a whole scorecard with its corrections.
 
-Field meanings follow DESIGN.md: with CUPED applied, `value` and every interval are adjusted,
-`test_std`/`control_std` are adjusted standard errors of the means, `test_mean`/`control_mean`
-stay raw, and the percent change divides the adjusted delta by the raw control mean.
-`p_value` is never corrected; intervals use `adjustedAlpha`. Sequential fields are the mSPRT
-ones before the planned end and the fixed-horizon ones otherwise. Undefined figures are None
+Field meanings (docs/statistics.md, 'Result fields'): with CUPED applied, `value` and every interval
+are adjusted, `test_std`/`control_std` are adjusted standard errors of the means,
+`test_mean`/`control_mean` stay raw, and the percent change divides the adjusted delta by the raw
+control mean. `p_value` is never corrected; intervals use `adjustedAlpha`. Sequential fields are the
+mSPRT ones before the planned end and the fixed-horizon ones otherwise. Undefined figures are None
 (JSON null) and `reason` says why; nothing is ever NaN or infinite.
 """
 

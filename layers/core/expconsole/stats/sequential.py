@@ -1,5 +1,7 @@
 # ruff: noqa: RUF002 - formulas keep their own notation (Greek letters, minus signs)
-"""Sequential testing (mSPRT) of STATS.md: always-valid intervals and p-values before the planned end.
+"""Sequential testing (mSPRT): always-valid intervals and p-values before the planned end.
+
+The formulas (docs/statistics.md, 'Sequential testing (mSPRT)'):
 
     τ  = z²·(s_t² + s_c²)/(n_t + n_c)                 (s² per-unit variances)
     Z* = √( ((V+τ)/τ)·(−2·ln(α/2) − ln(V/(V+τ))) )

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF002 - formulas keep their own notation (Greek letters, minus signs)
-"""SPRT decisions per metric (analyticsType `sprt`), as STATS.md writes them.
+"""SPRT decisions per metric (analyticsType `sprt`), as docs/statistics.md, 'SPRT' writes them.
 
 With MDE δ (absolute, or relative × control mean) and θ = |δ|/√V:
 LLR = |z|·θ − θ²/2; accept the alternative when LLR ≥ ln((1−β)/α), the null when

@@ -1,6 +1,6 @@
 """The single DynamoDB table.
 
-Key plan (see README, "Data"):
+Key plan (docs/architecture.md, 'Data: one DynamoDB table'):
 
 | item               | PK                    | SK            | GSI1PK          | GSI1SK               |
 |--------------------|-----------------------|---------------|-----------------|----------------------|

@@ -10,7 +10,8 @@ and directionality as the pipeline saw them, so a results read needs no metric r
 
 Cumulative, not daily. The record for date D covers every unit exposed from the experiment's
 start up to D, each unit's value over all its events from first exposure up to D (a pulse run
-covers everything up to its start, DESIGN.md). Daily statistics could not be merged into this:
+covers everything up to its start: docs/pulse.md, 'What a run computes'). Daily statistics
+could not be merged into this:
 the same unit contributes to many days, and its value over the whole window is not the sum of
 per-day values once it is winsorized, turned into a 0/1 (`event_user`) or a ratio of day counts
 (`event_dau`); Chan's merge is exact only for disjoint sets of units. So the pipeline recomputes

@@ -1,4 +1,5 @@
-"""The events bucket: event objects `events/date=YYYY-MM-DD/<key>.jsonl.gz` (DESIGN.md).
+"""The events bucket: event objects `events/date=YYYY-MM-DD/<key>.jsonl.gz` (docs/architecture.md,
+'Events by day').
 
 Objects are gzip'd JSON lines, written whole (S3 puts are atomic: a reader sees the old
 object or the new one, never half of one). Keys derive from content (services.ingest), so a

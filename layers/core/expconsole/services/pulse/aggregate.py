@@ -177,7 +177,10 @@ def field_of(ctype: str, column: str) -> Field:
 
 
 def criterion_sql(ctype: str, column: str, condition: str, values: tuple[str, ...]) -> str:
-    """One criterion (STATS.md): text comparisons; numbers for >, <, >=, <=, and '=' on numbers."""
+    """One criterion: text comparisons; numbers for >, <, >=, <=, and '=' on numbers.
+
+    (docs/statistics.md, 'Unit values per metric type'.)
+    """
     f = field_of(ctype, column)
     if condition == "is_null":
         return f.is_null

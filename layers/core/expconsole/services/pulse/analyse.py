@@ -18,9 +18,10 @@ and the health document. The statements, in order (the templates below):
    the events are read once whatever the number of result days; 1- and 7-day windows count
    their days' rows again for each result day.
 4. `pre_*`: per unit, the same over its pre-period.
-5. `unit_values`: each metric's unit values (STATS.md) from those columns; `thresholds`: per
-   result day, the winsorization threshold of each capped column (the exact linear 99.9th
-   percentile of the non-zero values, `quantile_cont`, as numpy's default percentile).
+5. `unit_values`: each metric's unit values (docs/statistics.md, 'Unit values per metric type') from
+   those columns; `thresholds`: per result day, the winsorization threshold of each capped column
+   (the exact linear 99.9th percentile of the non-zero values, `quantile_cont`, as numpy's default
+   percentile).
 6. The statistics, per (result day, group): n, the mean of each column and the centred
    co-moments `C_ij = Σ(a_i − ā_i)(a_j − ā_j)` as `var_pop·n` / `covar_pop·n` (DuckDB's
    streaming Welford updates, never raw power sums), the units with pre-period data, and
@@ -33,7 +34,7 @@ ordered aggregates (`ORDER BY day`, at most 7 terms per unit); for the statistic
 unit values of each result day are written sorted by (group, unit) into `unit_stats` (a parallel
 sort) and aggregated by one thread, which reads that table in its order. One sort shared by
 every statistic costs a fraction of an `ORDER BY` per aggregate (DuckDB sorts each ordered
-aggregate's input apart: at 4M events 1.5 s for the sort and the 1-thread pass against 22 s).
+aggregate's input apart; the measurements: docs/performance.md, 'Pulse pipeline').
 Window sums run in (unit, day) order already; counts are exact.
 
 Funnels (`funnelCountDistinct`): users mode counts a unit once it did every step in order, each
@@ -62,7 +63,8 @@ from expconsole.services.pulse.plan import PRE_DAYS, WINSORIZED, EntityPlan, Fun
 from expconsole.srm import srm_check
 
 Parts = dict[str, Path]  # part name (units, distinct, funnel) -> local Parquet file
-WINSOR_QUANTILE = 0.999  # STATS.md: capped at the 99.9th percentile of the non-zero values
+# docs/statistics.md, 'Winsorization': capped at the 99.9th percentile of the non-zero values
+WINSOR_QUANTILE = 0.999
 
 # 1. Every unit's first valid exposure (day, time, group code), numbered, and whether it crossed.
 EXPOSED_SQL = """
@@ -255,7 +257,10 @@ def _divided(x: str, d: str) -> str:
 
 
 def unit_values(metric: MetricPlan, scope: _Scope) -> tuple[str, str | None]:
-    """SQL of a metric's unit value (numerator, denominator or None), not winsorized (STATS.md)."""
+    """SQL of a metric's unit value (numerator, denominator or None), not winsorized.
+
+    (docs/statistics.md, 'Unit values per metric type'.)
+    """
     atoms = scope.plan.atoms
     t = metric.type
     if t in ("event_count", "event_count_custom"):

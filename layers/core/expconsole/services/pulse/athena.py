@@ -4,10 +4,10 @@ Athena runs the same queries as DuckDB (aggregate.day_queries), in their Trino f
 sqlglot, over the stack's Glue table of raw events (`events_raw`, partition projection on
 `date`): `ATHENA_SOURCE` below turns its columns into the `day_source` relation the queries read
 (the only engine-specific SQL, as daydata.RAW_SELECT is DuckDB's). The day's unit aggregate
-parts are UNLOADed as Parquet under `pulse/athena/`; the function then reads them with DuckDB
+parts are UNLOADed as Parquet under `s3://<bucket>/pulse/athena/`; the function then reads them with DuckDB
 into the same local parts the DuckDB engine writes, and the rest of the run is the same.
 
-Orchestration (`run_query`): start in the stack's workgroup (results under `athena-results/`,
+Orchestration (`run_query`): start in the stack's workgroup (results under `s3://<bucket>/athena-results/`,
 expired by a lifecycle rule; a bytes-scanned limit per query), poll with exponential backoff,
 read the results with their types, cancel the query when it outlives `timeout_s`, and raise
 `AthenaError` with Athena's own reason when a query fails or is cancelled.

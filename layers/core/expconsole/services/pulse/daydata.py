@@ -82,8 +82,8 @@ SELECT NULL::VARCHAR AS event, NULL::BIGINT AS "timestamp", NULL::VARCHAR AS use
 WHERE false
 """
 PARQUET_SELECT = "SELECT {columns} FROM read_parquet({files})"
-# zstd level 1: at the bench's size a quarter faster to write than the default level 3 and no
-# larger; snappy and lz4 are faster still but write files 1.7x the size (more to upload and keep).
+# zstd level 1: faster to write than the default level 3 and no larger; snappy and lz4 are faster
+# still but write larger files, more to upload and keep (docs/performance.md, 'Pulse pipeline').
 # COPY streams the day from the JSON reader to the file (no table of the whole day in memory) and
 # answers the number of rows written.
 COMPACT_COPY = (

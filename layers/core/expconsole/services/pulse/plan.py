@@ -27,7 +27,7 @@ HOLDOUT_CONTROL = "control"
 HOLDOUT_TEST = "test"
 DAY_MS = 86_400_000
 PRE_DAYS = 7
-# Types whose unit values are winsorized (STATS.md: sum and count metrics).
+# Types whose unit values are winsorized (docs/statistics.md, 'Winsorization': sum and count metrics).
 WINSORIZED = frozenset({"sum", "event_count", "event_count_custom", "composite_sum"})
 ROLLUPS = (-1, 1, 7)
 

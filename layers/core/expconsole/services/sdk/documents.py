@@ -13,10 +13,10 @@ ETag in memory and asks S3 for the object only if it changed (If-None-Match).
 Objects:
 | key | what |
 |---|---|
-| `sdk/specs/v1.json.gz` | the v1 document, gzip; metadata `time`, `digest` |
-| `sdk/specs/v2.json.gz` | the v2 document, gzip; metadata `time` |
-| `sdk/id_lists/index.json` | `{segment: {fileID, size, creationTime, version}}` |
-| `sdk/id_lists/<segment>/<fileID>.txt` | `+<hash>` lines, one per id (the SDK's format) |
+| `s3://<bucket>/sdk/specs/v1.json.gz` | the v1 document, gzip; metadata `time`, `digest` |
+| `s3://<bucket>/sdk/specs/v2.json.gz` | the v2 document, gzip; metadata `time` |
+| `s3://<bucket>/sdk/id_lists/index.json` | `{segment: {fileID, size, creationTime, version}}` |
+| `s3://<bucket>/sdk/id_lists/<segment>/<fileID>.txt` | `+<hash>` lines, one per id (the SDK's format) |
 """
 
 from __future__ import annotations
