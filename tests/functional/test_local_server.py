@@ -354,6 +354,8 @@ def test_banner_prints_the_urls_and_both_keys(server: ServeProcess) -> None:
     assert f"Ingestion:    {server.url}/v1/webhooks/event_webhook" in banner
     assert server.api_key.startswith("console-") and server.server_secret.startswith("secret-")
     assert "ephemeral: yes" in banner
+    shell = f"Shell: export CONSOLE={server.url} KEY={server.api_key} SECRET={server.server_secret}"
+    assert shell in server.banner
     assert banner.endswith(f"Try: curl -H 'SERVICE-API-KEY: {server.api_key}' {server.url}{GATES}")
 
 

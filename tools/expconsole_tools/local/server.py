@@ -266,6 +266,8 @@ class LocalServer:
         if self.backend is not None:
             where = f"table {self.table_name}, bucket {self.bucket_name}"
             lines.append(f"Backend: moto at {self.backend.endpoint} ({where})")
+        # The docs' examples read these three variables (README.md's quickstart, docs/).
+        lines.append(f"Shell: export CONSOLE={self.url} KEY={self.api_key} SECRET={self.server_secret}")
         lines.append(f"Try: curl -H 'SERVICE-API-KEY: {self.api_key}' {self.url}/console/v1/gates")
         return "\n".join(lines)
 
