@@ -20,6 +20,20 @@ DEFAULT_STACK_NAME = "expconsole"
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; a reader that goes away (`expconsole import DIR | head -1`) ends it quietly
+    with the status a Unix tool killed by SIGPIPE has, not a traceback."""
+    try:
+        try:
+            status = _main(argv)
+        finally:
+            sys.stdout.flush()  # here, where a closed pipe can still be caught, not at exit
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing left to flush at exit
+        return 128 + signal.SIGPIPE
+    return status
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
