@@ -108,23 +108,21 @@ def _phase(entity: dict[str, Any], rules: Rules) -> dict[str, Any]:
     return {"phases": [{**entity["phases"][0], "rules": rules}]}
 
 
+def _top_level(collection: str, label: str) -> Kind:
+    """Gates and dynamic configs: the rules top-level; a full update also needs these two fields."""
+    return Kind(
+        collection,
+        _rule,
+        lambda rules: {"name": f"{label} {uid()}", "rules": rules},
+        lambda data: data["rules"],
+        lambda entity, rules: {"isEnabled": True, "description": "", "rules": rules},
+        "rules",
+    )
+
+
 KINDS = {
-    "gate": Kind(
-        "/gates",
-        _rule,
-        lambda rules: {"name": f"gate {uid()}", "rules": rules},
-        lambda data: data["rules"],
-        lambda entity, rules: {"isEnabled": True, "description": "", "rules": rules},
-        "rules",
-    ),
-    "dynamic config": Kind(
-        "/dynamic_configs",
-        _rule,
-        lambda rules: {"name": f"config {uid()}", "rules": rules},
-        lambda data: data["rules"],
-        lambda entity, rules: {"isEnabled": True, "description": "", "rules": rules},
-        "rules",
-    ),
+    "gate": _top_level("/gates", "gate"),
+    "dynamic config": _top_level("/dynamic_configs", "config"),
     "segment": Kind(
         "/segments",
         _rule,

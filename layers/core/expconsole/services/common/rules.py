@@ -119,21 +119,23 @@ def stored_conditions(conditions: Iterable[Mapping[str, Any]]) -> list[Doc]:
     return [{k: v for k, v in c.items() if v is not None} for c in conditions]
 
 
-def _shaped(data: Mapping[str, Any], ids: Doc, required: Iterable[str], optional: Iterable[str]) -> Doc:
-    out = dict(ids)
+def rule_doc(
+    data: Mapping[str, Any],
+    rule_id: str,
+    base_id: str | None,
+    optional: Iterable[str] = OPTIONAL_FIELDS,
+    required: Iterable[str] = RULE_FIELDS,
+) -> Doc:
+    """A rule as stored, from its fields as JSON: its ids (`base_id` None for a kind whose rules
+    have none), the `required` fields as sent (null when left out), the `optional` ones only
+    when set, and conditions without the keys sent as null."""
+    out: Doc = {"id": rule_id} if base_id is None else {"id": rule_id, "baseID": base_id}
     for key in required:
         out[key] = stored_conditions(data[key]) if key == "conditions" else data.get(key)
     for key in optional:
         if data.get(key) is not None:
             out[key] = data[key]
     return out
-
-
-def rule_doc(
-    data: Mapping[str, Any], rule_id: str, base_id: str, optional: Sequence[str] = OPTIONAL_FIELDS
-) -> Doc:
-    """A rule with a pass percentage as stored, from its fields as JSON (`optional` ones only when set)."""
-    return _shaped(data, {"id": rule_id, "baseID": base_id}, RULE_FIELDS, optional)
 
 
 def _ids_of(rule: object) -> tuple[str, str | None]:
@@ -206,10 +208,8 @@ def _build(
 ) -> StoredT:
     """The stored rule from its fields as JSON (`data`), its ids, and the kind's own keys."""
     required, optional = kind.shape
-    fields = kind.stored.model_fields
-    out = _shaped(
-        data, {k: v for k, v in zip(("id", "baseID"), ids, strict=True) if k in fields}, required, optional
-    )
+    base_id = ids[1] if "baseID" in kind.stored.model_fields else None
+    out = rule_doc(data, ids[0], base_id, optional, required)
     if kind.values is not None:
         out.update(kind.values(sent, existing, where))
     # `type[StoredT].model_validate` is typed as returning the bound (a union), not StoredT.
@@ -283,7 +283,7 @@ def updated(
     """PATCH rules: the listed rules changed, matched by `id`; the others as they are. Returns the
     rules and each changed one with its place in the body (`rules[i]`)."""
     out = list(rules)
-    placed = []
+    changed = []
     for index, update in enumerate(updates):
         where = f"rules[{index}]"
         if update.id is None:
@@ -292,8 +292,8 @@ def updated(
         if found is None:
             raise Invalid.field(f"{where}.id", f"no rule with id {update.id!r} on this {kind.owner}")
         out[found] = _merged(kind, out[found], update, where)
-        placed.append((where, out[found]))
-    return out, placed
+        changed.append((where, out[found]))
+    return out, changed
 
 
 def _index(
