@@ -47,11 +47,11 @@ Rules chosen where the contract is silent (see also `json_values` for the value 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from expconsole import kinds
-from expconsole.errors import Invalid, NotFound, TooLarge
+from expconsole.errors import Invalid, TooLarge
 from expconsole.models.common import Owner
 from expconsole.models.dynamic_configs import (
     DynamicConfig,
@@ -65,6 +65,8 @@ from expconsole.models.dynamic_configs import (
     DynamicConfigUpdate,
     RulesOfConfig,
     StoredDynamicConfig,
+    Variant,
+    VariantOut,
 )
 from expconsole.models.pagination import DEFAULT_LIMIT, Page, page_of
 from expconsole.models.stored import ArchiveState
@@ -79,7 +81,6 @@ KIND = kinds.DYNAMIC_CONFIG
 MAX_STORED_BYTES = size.MAX_STORED_BYTES
 VALUE_KEYS = ("returnValue", "returnValueJson5", "variants")
 _UNSENT = object()
-_RULE_OPTIONAL = ("completedAutomatedRollouts", "pendingAutomatedRollouts")
 
 
 # --- derived fields ---------------------------------------------------------------------------
@@ -107,46 +108,40 @@ def present(doc: Doc) -> DynamicConfig:
 # --- values and rules ---------------------------------------------------------------------------
 
 
-def _prefix(where: str) -> str:
-    return f"{where}." if where else ""
-
-
-def _value(data: Doc, existing: Doc | None, where: str) -> tuple[dict[str, Any], str]:
+def _value(
+    sent: DynamicConfigRule | DynamicConfigRulePatch | Variant,
+    existing: DynamicConfigRuleOut | VariantOut | None,
+    where: str,
+) -> tuple[dict[str, Any], str]:
     """A rule's or variant's value from what was sent; else the stored one; else `{}`."""
-    p = _prefix(where)
+    p = rules_common.prefix(where)
     resolved = json_values.resolve_object(
-        data.get("returnValue"), data.get("returnValueJson5"), f"{p}returnValue", f"{p}returnValueJson5"
+        sent.returnValue, sent.returnValueJson5, f"{p}returnValue", f"{p}returnValueJson5"
     )
     if resolved is not None:
         return resolved
     if existing is not None:
-        return existing["returnValue"], existing["returnValueJson5"]
+        return existing.returnValue, existing.returnValueJson5
     return {}, "{}"
 
 
-def _variants(sent: list[Doc] | None, existing_rule: Doc | None, where: str) -> list[Doc]:
-    stored: list[Doc] = (existing_rule or {}).get("variants") or []
+def _variants(
+    sent: list[Variant] | None, existing_rule: DynamicConfigRuleOut | None, where: str
+) -> list[Doc]:
+    """A rule's variants as stored: those sent (ids kept as a rule's are), else the stored ones."""
+    stored = (existing_rule.variants if existing_rule else None) or []
     if sent is None:
-        return stored
+        return [v.model_dump(mode="json", exclude_unset=True) for v in stored]
+    field = f"{rules_common.prefix(where)}variants"
+    ids = rules_common.assign_ids((v.id for v in sent), stored, field, "rule", what="variant")
     out: list[Doc] = []
-    seen: set[str] = set()
-    for index, variant in enumerate(sent):
-        vwhere = f"{_prefix(where)}variants[{index}]"
-        match = None
-        if variant.get("id") is not None:
-            match = next((v for v in stored if variant["id"] == v["id"]), None)
-            if match is None:
-                raise Invalid.field(f"{vwhere}.id", f"no variant with id {variant['id']!r} on this rule")
-            if match["id"] in seen:
-                raise Invalid.field(f"{vwhere}.id", f"variant {match['id']!r} appears twice")
-        variant_id = match["id"] if match else entities.new_id()
-        seen.add(variant_id)
-        value, text = _value(variant, match, vwhere)
+    for index, (variant, (variant_id, _, match)) in enumerate(zip(sent, ids, strict=True)):
+        value, text = _value(variant, match, f"{field}[{index}]")
         out.append(
             {
                 "id": variant_id,
-                "name": variant["name"],
-                "passPercentage": variant["passPercentage"],
+                "name": variant.name,
+                "passPercentage": variant.passPercentage,
                 "returnValue": value,
                 "returnValueJson5": text,
             }
@@ -154,41 +149,38 @@ def _variants(sent: list[Doc] | None, existing_rule: Doc | None, where: str) -> 
     return out
 
 
-def _rule_doc(data: Doc, rule_id: str, base_id: str, existing: Doc | None, where: str) -> Doc:
-    out = rules_common.rule_doc(data, rule_id, base_id, _RULE_OPTIONAL)
-    out["returnValue"], out["returnValueJson5"] = _value(data, existing, where)
-    variants = _variants(data.get("variants"), existing, where)
+def _values(
+    sent: DynamicConfigRule | DynamicConfigRulePatch, existing: DynamicConfigRuleOut | None, where: str
+) -> Doc:
+    """A rule's own keys (services.common.rules.RuleKind.values): its value and variants, from
+    what was sent, else as the rule it continues stored them."""
+    out: Doc = {}
+    out["returnValue"], out["returnValueJson5"] = _value(sent, existing, where)
+    variants = _variants(sent.variants, existing, where)
     if variants:
         out["variants"] = variants
     return out
 
 
-_find_rule = rules_common.find_rule
+RULES: rules_common.RuleKind[DynamicConfigRule, DynamicConfigRulePatch, DynamicConfigRuleOut] = (
+    rules_common.RuleKind(
+        owner="dynamic config",
+        label="Dynamic config",
+        stored=DynamicConfigRuleOut,
+        own=VALUE_KEYS,
+        values=_values,
+    )
+)
 
 
-def _stored_rules(given: Sequence[DynamicConfigRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
-    """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones."""
-    ids = rules_common.assign_ids((r.id for r in given), existing, field, "dynamic config")
-    return [
-        _rule_doc(rule.model_dump(mode="json"), rule_id, base_id, stored, f"{field}[{index}]")
-        for index, (rule, (rule_id, base_id, stored)) in enumerate(zip(given, ids, strict=True))
-    ]
+def _rule_sites(rule: DynamicConfigRuleOut, where: str) -> Iterator[tuple[str, Any]]:
+    p = rules_common.prefix(where)
+    yield f"{p}returnValue", rule.returnValue
+    for index, variant in enumerate(rule.variants or []):
+        yield f"{p}variants[{index}].returnValue", variant.returnValue
 
 
-def _check_references(placed: Iterable[tuple[str, Doc]]) -> None:
-    """Gate and segment conditions must name existing entities."""
-    for where, rule in placed:
-        rules_common.check_condition_targets(rule, where)
-
-
-def _rule_sites(rule: Doc, where: str) -> Iterator[tuple[str, Any]]:
-    p = _prefix(where)
-    yield f"{p}returnValue", rule["returnValue"]
-    for index, variant in enumerate(rule.get("variants") or []):
-        yield f"{p}variants[{index}].returnValue", variant["returnValue"]
-
-
-def _all_sites(config: StoredDynamicConfig, rules: list[Doc]) -> Iterator[tuple[str, Any]]:
+def _all_sites(config: StoredDynamicConfig, rules: list[DynamicConfigRuleOut]) -> Iterator[tuple[str, Any]]:
     yield "defaultValue", config.defaultValue
     for index, rule in enumerate(rules):
         yield from _rule_sites(rule, f"rules[{index}]")
@@ -200,15 +192,6 @@ def _validate(config: StoredDynamicConfig, sites: Iterable[tuple[str, Any]]) -> 
         return
     validator = json_values.compile_schema(json.loads(config.schema_))
     json_values.validate_all(validator, sites)
-
-
-def _rule_docs(config: StoredDynamicConfig) -> list[Doc]:
-    """The config's rules as stored, the shape the rule functions above work on."""
-    return [rule.model_dump(mode="json", exclude_unset=True) for rule in config.rules]
-
-
-def _set_rules(config: StoredDynamicConfig, rules: list[Doc]) -> None:
-    config.set_fields({"rules": rules})
 
 
 def _rule_texts(rules: Iterable[DynamicConfigRule | DynamicConfigRulePatch] | None) -> Iterator[str | None]:
@@ -277,15 +260,15 @@ def create(body: DynamicConfigCreate) -> DynamicConfig:
     ) or ({}, "{}")
     resolved_schema = json_values.resolve_schema(body.schema_, body.schemaJson5)
     schema, schema_json5 = resolved_schema[1:] if resolved_schema else (None, None)
-    rules = _stored_rules(body.rules, [])
-    _check_references((f"rules[{i}]", r) for i, r in enumerate(rules))
+    rules = rules_common.stored_rules(RULES, body.rules, [], "rules")
+    rules_common.check_conditions(rules_common.placed(rules, "rules"))
     if body.releasePipelineID:
         entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
     data = body.model_dump(mode="json")
     config = StoredDynamicConfig(
         **{field: data[field] for field in _STORED_AS_SENT},
         id=config_id,
-        rules=[DynamicConfigRuleOut.model_validate(rule) for rule in rules],
+        rules=rules,
         defaultValue=default[0],
         defaultValueJson5=default[1],
         schema_=schema,
@@ -375,16 +358,16 @@ def _apply_changes(config: StoredDynamicConfig, changes: DynamicConfigPatch | Dy
         )
     if "rules" in sent:
         assert changes.rules is not None
-        rules = _stored_rules(changes.rules, _rule_docs(config))
-        _check_references((f"rules[{i}]", r) for i, r in enumerate(rules))
-        _set_rules(config, rules)
+        rules = rules_common.stored_rules(RULES, changes.rules, config.rules, "rules")
+        rules_common.check_conditions(rules_common.placed(rules, "rules"))
+        config.rules = rules
         sent.pop("rules")
     if sent.get("releasePipelineID"):
         entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
     if "owner" in sent:
         sent["owner"] = entities.owner_for(sent["owner"])
     config.set_fields(sent)
-    _validate(config, _all_sites(config, _rule_docs(config)))
+    _validate(config, _all_sites(config, config.rules))
     _check_size(config)
 
 
@@ -437,104 +420,58 @@ def get_rules(config_id: str) -> Page[RulesOfConfig]:
 
 def get_rule(config_id: str, rule_id: str) -> DynamicConfigRuleOut:
     config = StoredDynamicConfig.read(entities.load(KIND, config_id))
-    found = _find_rule(_rule_docs(config), rule_id)
-    if found is None:
-        raise _rule_missing(config_id, rule_id)
-    return config.rules[found]
+    return rules_common.rule_in(RULES, config.rules, config_id, rule_id)
 
 
 def add_rules(config_id: str, rules: list[DynamicConfigRule], one: bool = False) -> DynamicConfig:
     """Append rules; each gets a new id. `one`: the body is a single rule (POST /rule)."""
-
-    def where(index: int) -> str:
-        return "" if one else f"rules[{index}]"
-
-    for index, rule in enumerate(rules):
-        if rule.id is not None or rule.baseID is not None:
-            raise Invalid.field(
-                f"{_prefix(where(index))}id", "new rules get their id from the service; leave it out"
-            )
+    rules_common.refuse_ids(rules, one)
     _check_text_budget(_rule_texts(rules))
 
-    def change(config: StoredDynamicConfig) -> None:
-        _refuse_if_archived(config)
-        new = []
-        for index, rule in enumerate(rules):
-            rule_id = entities.new_id()
-            new.append(_rule_doc(rule.model_dump(mode="json"), rule_id, rule_id, None, where(index)))
-        placed = [(where(i), r) for i, r in enumerate(new)]
-        _check_references(placed)
-        _validate(config, (site for w, r in placed for site in _rule_sites(r, w)))
-        _set_rules(config, _rule_docs(config) + new)
-        _check_size(config)
+    def edit(existing: list[DynamicConfigRuleOut]) -> Changed:
+        new = rules_common.added(RULES, rules, one)
+        return [*existing, *new], [("", new[0])] if one else rules_common.placed(new, "rules")
 
-    return _update(config_id, change)
-
-
-def _merge_rule(rule: Doc, update: DynamicConfigRulePatch, where: str) -> Doc:
-    sent = update.changes()
-    sent.pop("id", None)
-    sent.pop("baseID", None)
-    kept = {k: v for k, v in rule.items() if k not in VALUE_KEYS}
-    return _rule_doc({**kept, **sent}, rule["id"], rule["baseID"], rule, where)
+    return _change_rules(config_id, edit)
 
 
 def update_rules(config_id: str, updates: list[DynamicConfigRulePatch]) -> DynamicConfig:
     """Change the listed rules, matched by id; rules not listed stay as they are."""
     _check_text_budget(_rule_texts(updates))
-
-    def change(config: StoredDynamicConfig) -> None:
-        _refuse_if_archived(config)
-        rules = _rule_docs(config)
-        placed = []
-        for index, update in enumerate(updates):
-            where = f"rules[{index}]"
-            if update.id is None:
-                raise Invalid.field(f"{where}.id", "is required: it names the rule to update")
-            found = _find_rule(rules, update.id)
-            if found is None:
-                raise Invalid.field(f"{where}.id", f"no rule with id {update.id!r} on this dynamic config")
-            rules[found] = _merge_rule(rules[found], update, where)
-            placed.append((where, rules[found]))
-        _check_references(placed)
-        _validate(config, (site for w, r in placed for site in _rule_sites(r, w)))
-        _set_rules(config, rules)
-        _check_size(config)
-
-    return _update(config_id, change)
+    return _change_rules(config_id, lambda existing: rules_common.updated(RULES, existing, updates))
 
 
 def update_rule(config_id: str, rule_id: str, update: DynamicConfigRulePatch) -> DynamicConfig:
     _check_text_budget(_rule_texts([update]))
 
-    def change(config: StoredDynamicConfig) -> None:
-        _refuse_if_archived(config)
-        rules = _rule_docs(config)
-        found = _find_rule(rules, rule_id)
-        if found is None:
-            raise _rule_missing(config_id, rule_id)
-        if update.id is not None and _find_rule([rules[found]], update.id) is None:
-            raise Invalid.field("id", f"names another rule than {rule_id!r}; leave it out")
-        rules[found] = _merge_rule(rules[found], update, "")
-        _check_references([("", rules[found])])
-        _validate(config, _rule_sites(rules[found], ""))
-        _set_rules(config, rules)
-        _check_size(config)
+    def edit(existing: list[DynamicConfigRuleOut]) -> Changed:
+        rules, changed = rules_common.updated_one(RULES, existing, config_id, rule_id, update)
+        return rules, [("", changed)]
 
-    return _update(config_id, change)
+    return _change_rules(config_id, edit)
 
 
 def delete_rule(config_id: str, rule_id: str) -> DynamicConfig:
+    return _change_rules(
+        config_id, lambda existing: (rules_common.without(RULES, existing, config_id, rule_id), [])
+    )
+
+
+# The rules after an edit, and each rule it added or changed with its place in the body.
+Changed = tuple[list[DynamicConfigRuleOut], list[tuple[str, DynamicConfigRuleOut]]]
+
+
+def _change_rules(config_id: str, edit: Callable[[list[DynamicConfigRuleOut]], Changed]) -> DynamicConfig:
+    """The config with `edit` applied to its rules; the rules it added or changed are checked
+    (conditions, values against the schema) by their place in the body."""
+
     def change(config: StoredDynamicConfig) -> None:
         _refuse_if_archived(config)
-        rules = _rule_docs(config)
-        found = _find_rule(rules, rule_id)
-        if found is None:
-            raise _rule_missing(config_id, rule_id)
-        _set_rules(config, [r for i, r in enumerate(rules) if i != found])
+        rules, changed = edit(config.rules)
+        if changed:
+            rules_common.check_conditions(changed)
+            _validate(config, (site for where, rule in changed for site in _rule_sites(rule, where)))
+        config.rules = rules
+        _check_size(config)
 
     return _update(config_id, change)
-
-
-def _rule_missing(config_id: str, rule_id: str) -> NotFound:
-    return NotFound(f"Dynamic config {config_id!r} has no rule {rule_id!r}.")

@@ -101,7 +101,7 @@ import copy
 import datetime as dt
 import functools
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -114,9 +114,11 @@ from expconsole.models.experiments import (
     NULLABLE_FIELDS,
     Experiment,
     ExperimentListQuery,
+    InlineRuleOut,
     design_errors,
 )
 from expconsole.models.pagination import Page, page_of
+from expconsole.models.rules import RulePatch
 from expconsole.models.validation import field_errors
 from expconsole.services import entities, layer_buckets, quality
 from expconsole.services.common import patch as partial
@@ -399,17 +401,22 @@ def _stored_groups(given: list[Doc], existing: list[Doc]) -> list[Doc]:
     return out
 
 
-def _stored_rules(given: list[Doc], existing: list[Doc], field: str) -> list[Doc]:
+# The inline targeting rules' kind (services.common.rules). They have no rule endpoints: the
+# experiment's `inlineTargetingRules` (or its JSON text) replaces them whole.
+INLINE_RULES: rules_common.RuleKind[InlineTargetingRule, RulePatch, InlineRuleOut] = rules_common.RuleKind(
+    owner="experiment", label="Experiment", stored=InlineRuleOut
+)
+
+
+def _stored_rules(given: Sequence[InlineTargetingRule], doc: Doc, field: str) -> list[Doc]:
     """A rule sent with an `id` keeps that rule's ids (it must be one of this experiment's);
-    a rule without one gets new ids."""
-    ids = rules_common.assign_ids((r.get("id") for r in given), existing, field, "experiment")
-    return [
-        rules_common.rule_doc(rule, rule_id, base_id)
-        for rule, (rule_id, base_id, _) in zip(given, ids, strict=True)
-    ]
+    a rule without one gets new ids. As JSON values, as the other changes are."""
+    existing = [InlineRuleOut.model_validate(r) for r in doc.get("inlineTargetingRules") or []]
+    stored = rules_common.stored_rules(INLINE_RULES, given, existing, field)
+    return [r.model_dump(mode="json", exclude_unset=True) for r in stored]
 
 
-def _rules_from_json(text: str | None) -> list[Doc]:
+def _rules_from_json(text: str | None) -> list[InlineTargetingRule]:
     """`inlineTargetingRulesJSON`: JSON text of an array of rules; empty, `{}` or null: none."""
     field = "inlineTargetingRulesJSON"
     if text is None or not text.strip():
@@ -423,11 +430,10 @@ def _rules_from_json(text: str | None) -> list[Doc]:
     if not isinstance(parsed, list):
         raise Invalid.field(field, "must be the JSON text of an array of rules")
     try:
-        rules = _rules().validate_python(parsed)
+        return _rules().validate_python(parsed)
     except ValidationError as exc:
         errors = field_errors([{**e, "loc": (field, *e["loc"])} for e in exc.errors()])
         raise Invalid.fields(errors) from None
-    return [r.model_dump(mode="json", exclude_unset=True) for r in rules]
 
 
 def _without_nulls(value: Any) -> Any:
@@ -438,27 +444,26 @@ def _without_nulls(value: Any) -> Any:
     return value
 
 
-def _normalise(sent: Doc, doc: Doc) -> Doc:
-    """The body's fields as they would be stored, given the experiment they apply to."""
+def _normalise(sent: Doc, doc: Doc, inline: Sequence[InlineTargetingRule] | None) -> Doc:
+    """The body's fields as they would be stored, given the experiment they apply to (`inline`:
+    the body's `inlineTargetingRules`, typed)."""
     changes = dict(sent)
     if "groups" in changes:
         changes["groups"] = _stored_groups(changes["groups"], doc.get("groups") or [])
     has_json = "inlineTargetingRulesJSON" in changes
     from_json = _rules_from_json(changes.pop("inlineTargetingRulesJSON", None)) if has_json else None
     if "inlineTargetingRules" in changes:
-        rules = changes["inlineTargetingRules"]
-        if from_json is not None and _without_nulls(from_json) != _without_nulls(rules):
+        assert inline is not None, "sent, so validated"
+        if from_json is not None and _without_nulls(
+            [r.model_dump(mode="json", exclude_unset=True) for r in from_json]
+        ) != _without_nulls(changes["inlineTargetingRules"]):
             raise Invalid.field(
                 "inlineTargetingRulesJSON",
                 "disagrees with inlineTargetingRules: send one of them, or the same rules",
             )
-        changes["inlineTargetingRules"] = _stored_rules(
-            rules, doc.get("inlineTargetingRules") or [], "inlineTargetingRules"
-        )
+        changes["inlineTargetingRules"] = _stored_rules(inline, doc, "inlineTargetingRules")
     elif from_json is not None:
-        changes["inlineTargetingRules"] = _stored_rules(
-            from_json, doc.get("inlineTargetingRules") or [], "inlineTargetingRulesJSON"
-        )
+        changes["inlineTargetingRules"] = _stored_rules(from_json, doc, "inlineTargetingRulesJSON")
     if "owner" in changes:
         changes["owner"] = entities.owner_for(changes["owner"])
     if "reviewSettings" in changes and changes["reviewSettings"] is None:
@@ -631,7 +636,7 @@ def create(body: ExperimentCreate) -> Experiment:
         raise Invalid.field("launchedGroupID", "is set by make_decision; a new experiment is in 'setup'")
     creator = {k: sent.pop(k, None) for k in ("creatorID", "creatorEmail")}
     fields = {"id": exp_id, "name": body.name, **defaults()}
-    changes = _normalise(sent, fields)
+    changes = _normalise(sent, fields, body.inlineTargetingRules)
     from expconsole.models.experiments_stored import StoredExperiment  # only writes need it
 
     exp = StoredExperiment(
@@ -761,7 +766,7 @@ def _update(exp_id: str, body: ExperimentUpdate | ExperimentPatch) -> Experiment
 
     def change(exp: StoredExperiment, now: int) -> None:
         before = exp.doc()
-        changes = _normalise(sent, before)
+        changes = _normalise(sent, before, body.inlineTargetingRules)
         _check_editable(before, changes)
         changes.pop("status", None)
         _apply(exp, changes)

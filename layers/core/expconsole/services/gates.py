@@ -15,12 +15,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from expconsole import kinds
-from expconsole.errors import Conflict, Invalid, NotFound
+from expconsole.errors import Conflict, Invalid
 from expconsole.models.common import Owner, ReviewSettings
 from expconsole.models.gates import (
     Gate,
@@ -35,17 +34,13 @@ from expconsole.models.gates import (
     StoredGate,
 )
 from expconsole.models.pagination import Page, page_of
-from expconsole.models.rules import RuleOut, is_everyone_rule, referenced_ids
+from expconsole.models.rules import RuleOut, is_everyone_rule
 from expconsole.services import entities
 from expconsole.services.common import lifecycle, references
 from expconsole.services.common import patch as partial
 from expconsole.services.common import rules as rules_common
 from expconsole.services.entities import Doc
 from expconsole.store import dynamo, gate_checks
-
-GATE_REFERENCE_TYPES = rules_common.GATE_CONDITIONS
-SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
-
 
 # --- derived fields ---------------------------------------------------------------------------
 
@@ -181,52 +176,16 @@ def present(doc: Doc, usage: gate_checks.Usage | None = None) -> Gate:
 # --- rules --------------------------------------------------------------------------------------
 
 
-_RULE_OPTIONAL = ("completedAutomatedRollouts", "pendingAutomatedRollouts")
+RULES: rules_common.RuleKind[GateRule, GateRuleUpdate, RuleOut] = rules_common.RuleKind(
+    owner="gate", label="Gate", stored=RuleOut, entity=kinds.GATE, cycle_field="rules"
+)
 
 
-def _rule_doc(rule: GateRule | dict[str, Any], rule_id: str, base_id: str) -> Doc:
-    data = rule.model_dump(mode="json") if isinstance(rule, GateRule) else dict(rule)
-    return rules_common.rule_doc(data, rule_id, base_id, _RULE_OPTIONAL)
-
-
-_find_rule = rules_common.find_rule
-
-
-def _rule_docs(gate: StoredGate) -> list[Doc]:
-    """The gate's rules as stored, the shape services.common.rules works on."""
-    return [rule.model_dump(mode="json", exclude_unset=True) for rule in gate.rules]
-
-
-def _set_rules(gate: StoredGate, rules: list[Doc]) -> None:
-    gate.set_fields({"rules": rules})
-
-
-def _stored_rules(given: Sequence[GateRule], existing: list[Doc], field: str = "rules") -> list[Doc]:
-    """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones."""
-    ids = rules_common.assign_ids((r.id for r in given), existing, field, "gate")
-    return [_rule_doc(rule, rule_id, base_id) for rule, (rule_id, base_id, _) in zip(given, ids, strict=True)]
-
-
-def _check_references(gate_id: str, rules: list[Doc], field: str = "rules") -> None:
-    """Gate and segment conditions must name existing entities, and gates must not form a cycle."""
-    for r_index, rule in enumerate(rules):
-        for c_index, cond in enumerate(rule["conditions"]):
-            where = f"{field}[{r_index}].conditions[{c_index}].targetValue"
-            target = cond.get("targetValue")
-            if cond["type"] in GATE_REFERENCE_TYPES:
-                if target == gate_id:
-                    raise Invalid.field(where, "a gate cannot depend on itself")
-                entities.require_exists(kinds.GATE, target, where)
-            elif cond["type"] in SEGMENT_REFERENCE_TYPES:
-                entities.require_exists(kinds.SEGMENT, target, where)
-    targets = referenced_ids(rules, GATE_REFERENCE_TYPES)
-    if not targets:
-        return
-    graph = {g["id"]: referenced_ids(g["rules"], GATE_REFERENCE_TYPES) for g in dynamo.list_all(kinds.GATE)}
-    graph[gate_id] = targets
-    path = rules_common.cycle_from(gate_id, graph)
-    if path:
-        raise Invalid.field(field, "gate conditions would form a cycle: " + " -> ".join(path))
+def _set_rules(gate: StoredGate, rules: list[RuleOut]) -> None:
+    """Rules checked (services.common.rules.check_conditions: every rule, by its place in the
+    gate) and set."""
+    rules_common.check_conditions(rules_common.placed(rules, "rules"), RULES, gate.id)
+    gate.rules = rules
 
 
 # --- create, read, list ---------------------------------------------------------------------------
@@ -248,15 +207,11 @@ def create(body: GateCreate) -> Gate:
     gate_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(gate_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
-    rules = _stored_rules(body.rules, [])
-    _check_references(gate_id, rules)
-    if body.releasePipelineID:
-        entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
     data = body.model_dump(mode="json")
     gate = StoredGate(
         **{field: data[field] for field in _STORED_AS_SENT},
         id=gate_id,
-        rules=[RuleOut.model_validate(rule) for rule in rules],
+        rules=[],
         checksPerHour=0,
         holdoutIDs=[],
         reviewSettings=ReviewSettings.model_validate(data["reviewSettings"] or _NO_REVIEW),
@@ -265,6 +220,9 @@ def create(body: GateCreate) -> Gate:
         declared_type=body.type,
         state=GateState(launched=False, archived=False),
     )
+    _set_rules(gate, rules_common.stored_rules(RULES, body.rules, [], "rules"))
+    if body.releasePipelineID:
+        entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
     return present(entities.insert(kinds.GATE, gate_id, gate.doc()))
 
 
@@ -332,9 +290,7 @@ def _apply_changes(gate: StoredGate, changes: GatePatch | GateUpdate) -> None:
     sent.pop("version", None)
     if "rules" in sent:
         assert changes.rules is not None
-        rules = _stored_rules(changes.rules, _rule_docs(gate))
-        _check_references(gate.id, rules)
-        _set_rules(gate, rules)
+        _set_rules(gate, rules_common.stored_rules(RULES, changes.rules, gate.rules, "rules"))
         sent.pop("rules")
     if sent.get("releasePipelineID"):
         entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
@@ -414,78 +370,39 @@ def get_rules(gate_id: str) -> list[RuleOut]:
 
 def add_rules(gate_id: str, rules: list[GateRule]) -> Gate:
     """Append rules; each gets a new id (a rule's id is the service's to assign)."""
-    for index, rule in enumerate(rules):
-        if rule.id is not None or rule.baseID is not None:
-            raise Invalid.field(f"rules[{index}].id", "new rules get their id from the service; leave it out")
-
-    def change(gate: StoredGate) -> None:
-        _refuse_if_archived(gate)
-        new = []
-        for rule in rules:
-            rule_id = entities.new_id()
-            new.append(_rule_doc(rule, rule_id, rule_id))
-        combined = _rule_docs(gate) + new
-        _check_references(gate_id, combined)
-        _set_rules(gate, combined)
-
-    return _update(gate_id, change)
-
-
-def _merge_rule(rule: Doc, update: GateRuleUpdate) -> Doc:
-    sent = update.changes()
-    sent.pop("id", None)
-    sent.pop("baseID", None)
-    merged = {**rule, **sent}
-    return _rule_doc(merged, rule["id"], rule["baseID"])
+    rules_common.refuse_ids(rules)
+    return _change_rules(gate_id, lambda existing: [*existing, *rules_common.added(RULES, rules)])
 
 
 def update_rules(gate_id: str, updates: list[GateRuleUpdate]) -> Gate:
     """Change the listed rules, matched by id; rules not listed stay as they are."""
-
-    def change(gate: StoredGate) -> None:
-        _refuse_if_archived(gate)
-        rules = _rule_docs(gate)
-        for index, update in enumerate(updates):
-            if update.id is None:
-                raise Invalid.field(f"rules[{index}].id", "is required: it names the rule to update")
-            found = _find_rule(rules, update.id)
-            if found is None:
-                raise Invalid.field(f"rules[{index}].id", f"no rule with id {update.id!r} on this gate")
-            rules[found] = _merge_rule(rules[found], update)
-        _check_references(gate_id, rules)
-        _set_rules(gate, rules)
-
-    return _update(gate_id, change)
+    return _change_rules(gate_id, lambda existing: rules_common.updated(RULES, existing, updates)[0])
 
 
 def update_rule(gate_id: str, rule_id: str, update: GateRuleUpdate) -> Gate:
-    def change(gate: StoredGate) -> None:
-        _refuse_if_archived(gate)
-        rules = _rule_docs(gate)
-        found = _find_rule(rules, rule_id)
-        if found is None:
-            raise _rule_missing(gate_id, rule_id)
-        rules[found] = _merge_rule(rules[found], update)
-        _check_references(gate_id, rules)
-        _set_rules(gate, rules)
-
-    return _update(gate_id, change)
+    return _change_rules(
+        gate_id, lambda existing: rules_common.updated_one(RULES, existing, gate_id, rule_id, update)[0]
+    )
 
 
 def delete_rule(gate_id: str, rule_id: str) -> Gate:
+    return _change_rules(
+        gate_id, lambda existing: rules_common.without(RULES, existing, gate_id, rule_id), check=False
+    )
+
+
+def _change_rules(gate_id: str, edit: Callable[[list[RuleOut]], list[RuleOut]], check: bool = True) -> Gate:
+    """The gate with `edit` applied to its rules (checked unless only removed)."""
+
     def change(gate: StoredGate) -> None:
         _refuse_if_archived(gate)
-        rules = _rule_docs(gate)
-        found = _find_rule(rules, rule_id)
-        if found is None:
-            raise _rule_missing(gate_id, rule_id)
-        _set_rules(gate, [r for i, r in enumerate(rules) if i != found])
+        rules = edit(gate.rules)
+        if check:
+            _set_rules(gate, rules)
+        else:
+            gate.rules = rules
 
     return _update(gate_id, change)
-
-
-def _rule_missing(gate_id: str, rule_id: str) -> NotFound:
-    return NotFound(f"Gate {gate_id!r} has no rule {rule_id!r}.")
 
 
 # --- references --------------------------------------------------------------------------------

@@ -17,10 +17,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from expconsole import kinds
-from expconsole.errors import Conflict, Invalid
+from expconsole.errors import Conflict
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.release_pipelines import (
     Phase,
@@ -29,10 +29,12 @@ from expconsole.models.release_pipelines import (
     PipelineFields,
     PipelineListQuery,
     PipelineRule,
+    PipelineRuleOut,
     PipelineUpdate,
     ReleasePipeline,
     StoredPipeline,
 )
+from expconsole.models.rules import RulePatch
 from expconsole.models.stored import ArchiveState
 from expconsole.services import entities
 from expconsole.services.common import lifecycle, references, size
@@ -51,79 +53,47 @@ def present(doc: Doc) -> ReleasePipeline:
 # --- phases and rules ----------------------------------------------------------------------------
 
 
-def _known(existing: list[Doc]) -> tuple[set[str], set[str]]:
-    phase_ids = {p["id"] for p in existing}
-    rule_ids = {r["id"] for p in existing for r in p["rules"]}
-    return phase_ids, rule_ids
+RULES: rules_common.RuleKind[PipelineRule, RulePatch, PipelineRuleOut] = rules_common.RuleKind(
+    owner="pipeline", label=LABEL, stored=PipelineRuleOut, hint="; leave the id out for a new one"
+)
 
 
-def _keep_or_new(given: str | None, known: set[str], seen: set[str], field: str, what: str) -> str:
-    if given is None:
-        new = entities.new_id()
-        seen.add(new)
-        return new
-    if given not in known:
-        raise Invalid.field(
-            field, f"no {what} with id {given!r} on this pipeline; leave the id out for a new one"
-        )
-    if given in seen:
-        raise Invalid.field(field, f"{what} {given!r} appears twice")
-    seen.add(given)
-    return given
-
-
-def _rule_doc(rule: PipelineRule, rule_id: str) -> Doc:
-    data = rule.model_dump(mode="json")
-    return {
-        "id": rule_id,
-        "name": data["name"],
-        "conditions": rules_common.stored_conditions(data["conditions"]),
-        "environments": data["environments"],
-    }
-
-
-def _stored_phases(given: Iterable[Phase], existing: list[Doc]) -> list[Doc]:
-    """Phases as stored: ids sent back are kept, the others are new."""
-    phase_ids, rule_ids = _known(existing)
-    seen_phases: set[str] = set()
+def _stored_phases(given: Sequence[Phase], existing: Sequence[PhaseOut]) -> list[PhaseOut]:
+    """Phases as stored: ids sent back are kept, the others are new; a rule may move to another
+    phase, so its id is looked up, and may be sent once, across all phases."""
+    phase_ids = rules_common.assign_ids(
+        (p.id for p in given), existing, "phases", "pipeline", RULES.hint, what="phase"
+    )
+    known_rules = [rule for phase in existing for rule in phase.rules]
     seen_rules: set[str] = set()
-    out: list[Doc] = []
-    for p_index, phase in enumerate(given):
-        where = f"phases[{p_index}]"
-        phase_id = _keep_or_new(phase.id, phase_ids, seen_phases, f"{where}.id", "phase")
-        rules = [
-            _rule_doc(
-                rule,
-                _keep_or_new(rule.id, rule_ids, seen_rules, f"{where}.rules[{r_index}].id", "rule"),
-            )
-            for r_index, rule in enumerate(phase.rules)
-        ]
+    out = []
+    for p_index, (phase, (phase_id, _, _)) in enumerate(zip(given, phase_ids, strict=True)):
+        rules = rules_common.stored_rules(
+            RULES, phase.rules, known_rules, f"phases[{p_index}].rules", seen=seen_rules
+        )
         out.append(
-            {
-                "id": phase_id,
-                "name": phase.name,
-                "timeIntervalMs": phase.timeIntervalMs,
-                "requiredReview": phase.requiredReview,
-                "rules": rules,
-            }
+            PhaseOut(
+                id=phase_id,
+                name=phase.name,
+                timeIntervalMs=phase.timeIntervalMs,
+                requiredReview=phase.requiredReview,
+                rules=rules,
+            )
         )
     return out
 
 
-def _check_references(phases: list[Doc]) -> None:
+def _check_references(phases: list[PhaseOut]) -> None:
     """Gate and segment conditions must name existing entities: else a 400 naming the field."""
-    for p_index, phase in enumerate(phases):
-        for r_index, rule in enumerate(phase["rules"]):
-            rules_common.check_condition_targets(rule, f"phases[{p_index}].rules[{r_index}]")
+    rules_common.check_conditions(
+        (f"phases[{p_index}].rules[{r_index}]", rule)
+        for p_index, phase in enumerate(phases)
+        for r_index, rule in enumerate(phase.rules)
+    )
 
 
 def _check_size(pipeline: StoredPipeline) -> None:
     size.check_stored_size(pipeline.doc(), "release pipeline", "Use fewer phases, rules or condition values.")
-
-
-def _phase_docs(pipeline: StoredPipeline) -> list[Doc]:
-    """The pipeline's phases as stored, the shape the id checks above work on."""
-    return [phase.model_dump(mode="json", exclude_unset=True) for phase in pipeline.phases]
 
 
 # --- create, read, list --------------------------------------------------------------------------
@@ -143,7 +113,7 @@ def create(body: PipelineCreate) -> ReleasePipeline:
     pipeline = StoredPipeline(
         **{field: data[field] for field in _STORED_AS_SENT},
         id=pipeline_id,
-        phases=[PhaseOut.model_validate(phase) for phase in phases],
+        phases=phases,
         **entities.bookkeeping(),
         state=ArchiveState(archived=False),
     )
@@ -168,7 +138,7 @@ def update(pipeline_id: str, body: PipelineUpdate) -> ReleasePipeline:
         lifecycle.refuse_if_archived(pipeline.doc(), LABEL)
         sent = body.changes()
         sent.pop("version", None)
-        sent["phases"] = _stored_phases(body.phases, _phase_docs(pipeline))
+        sent["phases"] = _stored_phases(body.phases, pipeline.phases)
         _check_references(sent["phases"])
         pipeline.set_fields(sent)
         _check_size(pipeline)

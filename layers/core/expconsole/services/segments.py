@@ -21,12 +21,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from expconsole import config, kinds
 from expconsole.errors import Conflict, Invalid
 from expconsole.models.pagination import Page, page_of
-from expconsole.models.rules import referenced_ids
+from expconsole.models.rules import RulePatch
 from expconsole.models.segments import (
     IdList,
     Segment,
@@ -34,6 +34,7 @@ from expconsole.models.segments import (
     SegmentFields,
     SegmentListQuery,
     SegmentRule,
+    SegmentRuleOut,
     SegmentState,
     StoredSegment,
 )
@@ -47,8 +48,6 @@ KIND = kinds.SEGMENT
 LABEL = "Segment"
 RULE_BASED = "rule_based"
 ID_LIST = "id_list"
-SEGMENT_REFERENCE_TYPES = rules_common.SEGMENT_CONDITIONS
-REFUSED_CONDITION_TYPES = rules_common.GATE_CONDITIONS
 
 
 def present(doc: Doc) -> Segment:
@@ -62,54 +61,24 @@ def _path(segment_id: str, action: str = "") -> str:
 # --- rules ---------------------------------------------------------------------------------------
 
 
-def _refuse_gate_conditions(index: int, rule: SegmentRule, field: str) -> None:
+def _refuse_gate_conditions(rule: SegmentRule, where: str) -> None:
     for c_index, cond in enumerate(rule.conditions):
-        if cond.type in REFUSED_CONDITION_TYPES:
+        if cond.type in rules_common.GATE_CONDITIONS:
             raise Invalid.field(
-                f"{field}[{index}].conditions[{c_index}].type",
+                f"{where}.conditions[{c_index}].type",
                 f"condition type {cond.type!r} is not allowed in a segment; gates may use segments, "
                 "segments may not use gates",
             )
 
 
-def _stored_rules(given: Iterable[SegmentRule], existing: list[Doc], field: str) -> list[Doc]:
-    """Rules as stored: a rule sent with an `id` keeps that rule's ids, one without gets new ones.
-
-    `field` is where the rules are in the body: `rules` on create, `` for the bare array.
-    """
-    given = list(given)
-    ids = rules_common.assign_ids(
-        (r.id for r in given), existing, field, "segment", "; leave it out for a new one"
-    )
-    out: list[Doc] = []
-    for index, rule in enumerate(given):
-        _refuse_gate_conditions(index, rule, field)
-        rule_id, base_id, _ = next(ids)
-        out.append(rules_common.rule_doc(rule.model_dump(mode="json"), rule_id, base_id))
-    return out
-
-
-def _check_references(segment_id: str, rules: list[Doc], field: str) -> None:
-    """Segment conditions name existing segments other than this one, without a cycle."""
-    where: dict[str, str] = {}  # the first condition naming each segment
-    for r_index, rule in enumerate(rules):
-        for c_index, cond in enumerate(rule["conditions"]):
-            if cond["type"] not in SEGMENT_REFERENCE_TYPES:
-                continue
-            target, here = cond["targetValue"], f"{field}[{r_index}].conditions[{c_index}].targetValue"
-            if target == segment_id:
-                raise Invalid.field(here, "a segment cannot depend on itself")
-            entities.require_exists(KIND, target, here)
-            where.setdefault(target, here)
-    if not where:
-        return
-    graph = {
-        s["id"]: referenced_ids(s.get("rules") or [], SEGMENT_REFERENCE_TYPES) for s in dynamo.list_all(KIND)
-    }
-    graph[segment_id] = set(where)
-    path = rules_common.cycle_from(segment_id, graph)
-    if path:
-        raise Invalid.field(where[path[1]], "segment conditions would form a cycle: " + " -> ".join(path))
+RULES: rules_common.RuleKind[SegmentRule, RulePatch, SegmentRuleOut] = rules_common.RuleKind(
+    owner="segment",
+    label=LABEL,
+    stored=SegmentRuleOut,
+    hint="; leave it out for a new one",
+    vet=_refuse_gate_conditions,
+    entity=KIND,
+)
 
 
 def _check_size(segment: StoredSegment) -> None:
@@ -118,15 +87,10 @@ def _check_size(segment: StoredSegment) -> None:
     )
 
 
-def _rule_docs(segment: StoredSegment) -> list[Doc]:
-    """The segment's rules as stored, the shape services.common.rules works on."""
-    return [rule.model_dump(mode="json", exclude_unset=True) for rule in segment.rules or []]
-
-
-def _set_rules(segment: StoredSegment, rules: list[Doc], field: str) -> None:
-    """Rules checked (references, stored size) and set; `field` is where they are in the body."""
-    _check_references(segment.id, rules, field)
-    segment.set_fields({"rules": rules})
+def _set_rules(segment: StoredSegment, rules: list[SegmentRuleOut], field: str) -> None:
+    """Rules checked (conditions, stored size) and set; `field` is where they are in the body."""
+    rules_common.check_conditions(rules_common.placed(rules, field), RULES, segment.id)
+    segment.rules = rules
     _check_size(segment)
 
 
@@ -156,7 +120,7 @@ def create(body: SegmentCreate) -> Segment:
         state=SegmentState(archived=False),
     )
     if body.type == RULE_BASED:
-        _set_rules(segment, _stored_rules(body.rules or [], [], "rules"), "rules")
+        _set_rules(segment, rules_common.stored_rules(RULES, body.rules or [], [], "rules"), "rules")
     else:
         if body.rules:
             raise Invalid.field("rules", "only rule_based segments have rules; an id_list segment holds ids")
@@ -239,7 +203,7 @@ def set_rules(segment_id: str, rules: list[SegmentRule]) -> Segment:
     def change(segment: StoredSegment) -> None:
         _require_type(segment, RULE_BASED, "have rules")
         _refuse_if_archived(segment)
-        _set_rules(segment, _stored_rules(rules, _rule_docs(segment), ""), "")
+        _set_rules(segment, rules_common.stored_rules(RULES, rules, segment.rules or [], ""), "")
 
     return _update(segment_id, change)
 
