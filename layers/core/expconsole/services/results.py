@@ -185,11 +185,13 @@ def _no_results(date: str | None) -> str:
 
 
 def _elapsed_fraction(exp: Doc, ds: str) -> float | None:
-    start, duration = exp.get("startTime"), exp.get("duration")
+    start: float | None = exp.get("startTime")
+    duration: float | None = exp.get("duration")
     if start is None or not duration:
         return None
     day_end = dt.datetime.combine(dt.date.fromisoformat(ds) + dt.timedelta(days=1), dt.time(), dt.UTC)
-    return (day_end.timestamp() * 1000 - start) / (duration * DAY_MS)
+    elapsed_ms: float = day_end.timestamp() * 1000 - start
+    return elapsed_ms / (duration * DAY_MS)
 
 
 def _flag(given: bool | None, exp: Doc, field: str) -> bool:
@@ -231,10 +233,11 @@ _SPRT_NULLS = {"sprtDecision": None, "sprtLLR": None, "sprtUpperBoundary": None,
 
 
 def _group(exp: Doc, group_id: str, field: str) -> Doc:
-    for g in exp.get("groups") or []:
+    groups: list[Doc] = exp.get("groups") or []
+    for g in groups:
         if g["id"] == group_id:
             return g
-    names = ", ".join(repr(g["id"]) for g in exp.get("groups") or [])
+    names = ", ".join(repr(g["id"]) for g in groups)
     raise Invalid.field(field, f"{group_id!r} is not a group id of this experiment (its groups: {names})")
 
 

@@ -931,7 +931,8 @@ class Evaluator:
         if prefix is None:  # the SDK's expression, raising where it raises
             rule_salt = rule.raw.get("salt", rule.raw.get("id", ""))
             prefix = spec.raw.get("salt", "") + "." + rule_salt + "."
-        return (unit_hash(prefix + str(unit)) % 10000) < percentage * 100
+        passed: bool = (unit_hash(prefix + str(unit)) % 10000) < percentage * 100
+        return passed
 
     def _gate_exposure(
         self, user: User, gate: Any, result: _Result, nested: bool
