@@ -28,8 +28,8 @@ from expconsole.api.errors import (
     body_of,
     status_of,
 )
-from expconsole.api.validation import field_errors
 from expconsole.errors import DomainError
+from expconsole.models.validation import field_errors
 from expconsole.store.dynamo import StoreTooLarge, StoreUnavailable
 
 logger = observability.logger

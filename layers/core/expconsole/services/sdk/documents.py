@@ -34,10 +34,10 @@ from expconsole.services.common.lifecycle import is_archived
 from expconsole.services.sdk import specs
 from expconsole.store import dynamo, s3, segment_ids
 
-V1_KEY = "sdk/specs/v1.json.gz"
-V2_KEY = "sdk/specs/v2.json.gz"
-ID_LISTS_INDEX = "sdk/id_lists/index.json"
-ID_LIST_PREFIX = "sdk/id_lists/"
+V1_KEY = f"{s3.SDK_PREFIX}specs/v1.json.gz"
+V2_KEY = f"{s3.SDK_PREFIX}specs/v2.json.gz"
+ID_LISTS_INDEX = f"{s3.SDK_PREFIX}id_lists/index.json"
+ID_LIST_PREFIX = f"{s3.SDK_PREFIX}id_lists/"
 KEYS = {1: V1_KEY, 2: V2_KEY}
 
 
