@@ -71,7 +71,8 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> dict
 
 @cache
 def _document() -> dict[str, Any]:
-    return json.loads(DOCUMENT.read_text(encoding="utf-8"))
+    document: dict[str, Any] = json.loads(DOCUMENT.read_text(encoding="utf-8"))
+    return document
 
 
 @cache

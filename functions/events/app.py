@@ -6,9 +6,8 @@ from typing import Annotated, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import ok, paged
 from expconsole.api.pagination import PageQuery
@@ -16,7 +15,7 @@ from expconsole.models.events import EventListQuery, EventSummaryEnvelope, Logge
 from expconsole.models.list_envelopes import AnyListEnvelope
 from expconsole.services import events
 
-router = APIGatewayHttpRouter()
+router = new_router()
 BASE = "/console/v1/events"
 ONE = f"{BASE}/<eventName>"
 TAGS = ["Events"]

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
@@ -29,7 +28,7 @@ else:
     requests = lazy_import("expconsole.models.experiments_requests")
 
 
-router = APIGatewayHttpRouter()
+router = new_router()
 BASE = "/console/v1/experiments"
 ONE = f"{BASE}/<id>"
 TAGS = ["Experiments"]

@@ -10,14 +10,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.models.events import IngestAccepted
 from expconsole.services import ingest
 
-router = APIGatewayHttpRouter()
+router = new_router()
 
 
 @router.post(

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
@@ -24,7 +23,7 @@ from expconsole.models.layers import (
 from expconsole.models.list_envelopes import AnyListEnvelope
 from expconsole.services import layers
 
-router = APIGatewayHttpRouter()
+router = new_router()
 BASE = "/console/v1/layers"
 ONE = f"{BASE}/<id>"
 TAGS = ["Layers"]

@@ -6,9 +6,8 @@ from typing import Annotated
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
@@ -25,7 +24,7 @@ from expconsole.models.metrics import (
 )
 from expconsole.services import event_names, metrics
 
-router = APIGatewayHttpRouter()
+router = new_router()
 BASE = "/console/v1/metrics"
 ONE = f"{BASE}/<id>"
 TAGS = ["Metrics"]

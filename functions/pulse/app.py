@@ -18,17 +18,16 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from expconsole import kinds, observability
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import ok, paged
 from expconsole.api.pagination import PageQuery
 from expconsole.models.pulse import LoadPulseBody, LoadPulseEnvelope, LoadPulseQuery, PulseLoadListEnvelope
 from expconsole.services import pulse_loads
 
-router = APIGatewayHttpRouter()
+router = new_router()
 ONE = "/console/v1/experiments/<id>"
 
 

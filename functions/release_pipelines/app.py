@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import paged
 from expconsole.models.common import ArchiveBody, Message, UnarchiveBody
@@ -20,7 +19,7 @@ from expconsole.models.release_pipelines import (
 )
 from expconsole.services import release_pipelines as pipelines
 
-router = APIGatewayHttpRouter()
+router = new_router()
 BASE = "/console/v1/release_pipelines"
 ONE = f"{BASE}/<id>"
 TAGS = ["Release pipelines"]

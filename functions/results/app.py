@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import ok
 from expconsole.models.results import (
@@ -23,7 +22,7 @@ from expconsole.models.results import (
 )
 from expconsole.services import results
 
-router = APIGatewayHttpRouter()
+router = new_router()
 
 
 @router.get(

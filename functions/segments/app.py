@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery, link_base, pagination_of
@@ -23,7 +22,7 @@ from expconsole.models.segments import (
 )
 from expconsole.services import segments
 
-router = APIGatewayHttpRouter()
+router = new_router()
 BASE = "/console/v1/segments"
 ONE = f"{BASE}/<id>"
 TAGS = ["Segments"]

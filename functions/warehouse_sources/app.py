@@ -10,10 +10,9 @@ from typing import Annotated, Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 
-from expconsole.api.app import build
+from expconsole.api.app import build, new_router
 from expconsole.api.docs import responses
 from expconsole.api.envelope import paged
 from expconsole.api.pagination import PageQuery
@@ -32,7 +31,7 @@ from expconsole.models.warehouse_sources import (
 from expconsole.services import warehouse_sources as sources
 from expconsole.services.warehouse_sources import Outcome
 
-router = APIGatewayHttpRouter()
+router = new_router()
 QE_BASE = "/console/v1/experiments/qualifying_events"
 QE_ONE = f"{QE_BASE}/<name>"
 AS_BASE = "/console/v1/experiments/assignment_sources"

@@ -400,6 +400,15 @@ def test_effect_over_time_has_one_point_per_result_day(
         assert chart.locator("table.points tbody tr").count() == len(series["days"])
 
 
+def test_results_page_without_results_says_so(console: Console, api: ApiClient) -> None:
+    exp = ok(api.post(EXPERIMENTS, json={"name": f"no results {uid()}"}), 201)["data"]
+    console.open(f"experiments/{exp['id']}/results")
+    # The answer's ds is today's date even with nothing computed: the page goes by the entries.
+    expect(console.page.locator("#no-results")).to_contain_text("No pulse results")
+    expect(console.page.locator("#scorecard")).to_have_count(0)
+    console.no_errors()
+
+
 def test_load_pulse_button_adds_a_load_to_the_history(console: Console, seeded: dict[str, Any]) -> None:
     page = console.page
     console.open(f"experiments/{seeded['id']}/results")
@@ -502,4 +511,7 @@ def test_holdouts_pages(console: Console, api: ApiClient) -> None:
     console.shot("holdouts")
     page.get_by_role("link", name=holdout["data"]["name"]).click()
     expect(page.get_by_role("heading", name=f"Holdout: {holdout['data']['name']}")).to_be_visible()
+    # Nothing computed (the answer's ds is today even so): the API's message, not an empty table.
+    expect(page.locator("p.note", has_text="nothing to compute")).to_be_visible()
+    expect(page.locator("#holdout-results")).to_have_count(0)
     console.shot("holdout")

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from expconsole.services.sdk.evaluator import id_list_hash
+from expconsole.services.sdk.hashing import id_list_hash
 from expconsole.services.sdk.v2 import v1_to_v2
 from tests.e2e import sdk_clients
 

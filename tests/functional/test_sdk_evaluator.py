@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from scipy import stats
 
-from expconsole.services.sdk.evaluator import Evaluator, id_list_hash
+from expconsole.services.sdk.evaluator import Evaluator
+from expconsole.services.sdk.hashing import id_list_hash
 from expconsole.services.sdk.ua import country_of_ip
 from tests.e2e.sdk_clients import core_user as _core_user
 from tests.e2e.sdk_clients import pure_user as _pure_user

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import hashlib
 import json
 import time
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from expconsole.services import keys
 from expconsole.services.sdk import documents
+from expconsole.services.sdk.hashing import id_list_hash
 from expconsole.store import event_counters, s3
 from tests.conftest import LAMBDA_CONTEXT, Caller, http_event, load_function
 
@@ -406,10 +406,6 @@ def test_downloads(api: dict[str, Caller]) -> None:
 # --- id lists -------------------------------------------------------------------------------------
 
 
-def _hash(unit: str) -> str:
-    return base64.b64encode(hashlib.sha256(unit.encode()).digest()).decode()[:8]
-
-
 def test_id_lists(api: dict[str, Caller]) -> None:
     seg = created(api["segments"], "/console/v1/segments", {"name": "vips", "type": "id_list"})
     ids = [f"user-{i}" for i in range(30)]
@@ -430,7 +426,8 @@ def test_id_lists(api: dict[str, Caller]) -> None:
     assert whole["statusCode"] == 200 and entry["size"] == len(data)
     assert header(whole, "Content-Length") == str(len(data))
     lines = data.decode().splitlines()
-    assert sorted(lines) == sorted(f"+{_hash(i)}" for i in ids)
+    # id_list_hash is the SDK's (tests/unit/test_sdk_evaluator.py)
+    assert sorted(lines) == sorted(f"+{id_list_hash(i)}" for i in ids)
 
     start = 9 * 5 + 3
     rest = sdk("GET", path, headers={"Range": f"bytes={start}-"})
@@ -455,7 +452,30 @@ def test_id_lists(api: dict[str, Caller]) -> None:
     after = as_json(sdk("POST", "/v1/get_id_lists", {}))[seg["id"]]
     assert after["fileID"] != entry["fileID"] and after["size"] == entry["size"] + 10
     added = body_bytes(sdk("GET", f"/v1/id_lists/{seg['id']}/{after['fileID']}")).decode().splitlines()
-    assert f"+{_hash('user-99')}" in added
+    assert f"+{id_list_hash('user-99')}" in added
+
+
+def test_the_evaluator_reads_the_id_list_files_the_builder_writes(api: dict[str, Caller]) -> None:
+    seg = created(api["segments"], "/console/v1/segments", {"name": "members", "type": "id_list"})
+    status, answer = api["segments"](
+        "PATCH", f"/console/v1/segments/{seg['id']}/id_list", {"ids": ["m-1", "m-2"]}
+    )
+    assert status == 200, answer
+    condition = {"type": "passes_segment", "targetValue": seg["id"]}
+    gate = created(
+        api["gates"],
+        "/console/v1/gates",
+        {"name": "members only", "rules": [{"name": "in", "passPercentage": 100, "conditions": [condition]}]},
+    )
+    rebuild()
+
+    def passes(unit: str) -> bool:
+        response = sdk("POST", "/v1/check_gate", {"user": {"userID": unit}, "gateName": gate["id"]})
+        assert response["statusCode"] == 200, response
+        value: bool = as_json(response)["value"]
+        return value
+
+    assert (passes("m-1"), passes("m-2"), passes("m-3")) == (True, True, False)
 
 
 # --- gates: checks from the SDKs ---------------------------------------------------------------

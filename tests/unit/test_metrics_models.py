@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from expconsole.api.validation import field_errors
 from expconsole.models.metrics import (
     MAX_COMPONENTS,
     MAX_CRITERIA,
@@ -30,6 +29,7 @@ from expconsole.models.metrics import (
     referenced_metrics,
     split_id,
 )
+from expconsole.models.validation import field_errors
 
 
 def errors_of(model: type, data: dict[str, Any]) -> dict[str, str]:

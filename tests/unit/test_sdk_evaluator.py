@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
+from typing import Any
 
 import pytest
 
-from expconsole.services.sdk.evaluator import Evaluator, id_list_hash, unit_hash
+from expconsole.services.sdk.evaluator import Evaluator
+from expconsole.services.sdk.hashing import id_list_hash, unit_hash
 from expconsole.services.sdk.v2 import v1_to_v2
 from tests.functional.sdk_specs import PUBLIC, cond, main_document, rule, spec
+
+
+class _IdLists:
+    """The one thing the SDK's evaluator asks its spec store when it checks an id list."""
+
+    def __init__(self, lists: dict[str, Any]) -> None:
+        self.lists = lists
+
+    def get_id_list(self, name: str) -> Any:
+        return self.lists.get(name)
+
+
+def _sdk_finds(unit_id: object, stored: set[str]) -> bool:
+    """The `statsig` SDK's own id-list lookup (`_Evaluator.__check_id_in_list`, statsig 0.72.1 is
+    pinned) over a list holding `stored`, as it holds a downloaded `+<hash>` file."""
+    from statsig.evaluator import _Evaluator
+
+    sdk = object.__new__(_Evaluator)
+    sdk._spec_store = _IdLists({"list": {"ids": stored}})
+    found: bool = sdk._Evaluator__check_id_in_list(unit_id, "list")  # type: ignore[attr-defined]
+    return found
 
 
 def test_hashes_are_the_sdks() -> None:
@@ -17,8 +38,19 @@ def test_hashes_are_the_sdks() -> None:
 
     for key in ("salt.rule.user-1", "é.ü.ß", ""):
         assert unit_hash(key) == sha256_hash(key)
-    digest = hashlib.sha256(b"user-1").digest()
-    assert id_list_hash("user-1") == base64.b64encode(digest).decode()[:8]
+
+
+@pytest.mark.parametrize("unit_id", ["user-1", "é.ü.ß 🙂", " padded ", 12345, "x" * 500])
+def test_an_id_list_written_with_id_list_hash_is_read_alike_by_the_sdk_and_the_evaluator(
+    unit_id: object,
+) -> None:
+    stored = {id_list_hash(unit_id)}  # what services/sdk/documents.py writes for the id
+    assert _sdk_finds(unit_id, stored)
+    assert not _sdk_finds(f"{unit_id}-other", stored)
+    gate = spec("members", "feature_gate", [rule("r", [cond("unit_id", "in_segment_list", "list")])])
+    evaluator = Evaluator({"feature_gates": [gate]}, {"list": stored})
+    assert evaluator.check_gate({"userID": str(unit_id)}, "members").value is True
+    assert evaluator.check_gate({"userID": f"{unit_id}-other"}, "members").value is False
 
 
 @pytest.mark.parametrize(

@@ -360,8 +360,7 @@ def test_resolver_routes_equal_template_routes(logical_id: str, monkeypatch: pyt
     for key, value in DUMMY_AWS_ENV.items():
         monkeypatch.setenv(key, value)
     code_dir = _code_dir(_functions()[logical_id])
-    if not (code_dir / "app.py").is_file():
-        pytest.skip(f"{code_dir.relative_to(ROOT)}/app.py does not exist yet")
+    assert (code_dir / "app.py").is_file(), f"CodeUri {code_dir.relative_to(ROOT)} has no app.py"
     app = getattr(_load_function(code_dir), "app", None)
     assert isinstance(app, APIGatewayHttpResolver), (
         f"{code_dir.name}/app.py has no module-level resolver `app`"
@@ -379,6 +378,16 @@ def test_resolver_routes_equal_template_routes(logical_id: str, monkeypatch: pyt
 
 def _event_files() -> list[Path]:
     return sorted(EVENTS_DIR.glob("*.json"))
+
+
+def _http_event_files() -> list[Path]:
+    """The sample HTTP API requests (the stream and EventBridge events are matched to their
+    functions by test_there_is_a_sample_event_per_function)."""
+    return [
+        path
+        for path in _event_files()
+        if not _is_stream(event := json.loads(path.read_text())) and not _is_eventbridge(event)
+    ]
 
 
 def _authorizer_function() -> str:
@@ -442,15 +451,9 @@ def test_there_is_a_sample_event_per_function() -> None:
     assert set(_functions()) - covered == set(), "functions without a sample event in events/"
 
 
-@pytest.mark.parametrize("path", _event_files(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", _http_event_files(), ids=lambda p: p.stem)
 def test_sample_event_is_http_api_v2(path: Path) -> None:
     event = json.loads(path.read_text())
-    if _is_stream(event):
-        pytest.skip(
-            "a DynamoDB stream event (matched to its function by test_there_is_a_sample_event_per_function)"
-        )
-    if _is_eventbridge(event):
-        pytest.skip("an EventBridge event (matched to its rule by test_there_is_a_sample_event_per_function)")
     assert event["version"] == "2.0"
     assert all(name == name.lower() for name in event["headers"]), "HTTP API lowercases header names"
     http = event["requestContext"]["http"]
@@ -513,8 +516,7 @@ def test_sample_event_invokes_its_function(path: Path, table: None, monkeypatch:
     event = json.loads(path.read_text())
     logical_id = _function_for(event)
     code_dir = _code_dir(_functions()[logical_id])
-    if not (code_dir / "app.py").is_file():
-        pytest.skip(f"{code_dir.relative_to(ROOT)}/app.py does not exist yet")
+    assert (code_dir / "app.py").is_file(), f"CodeUri {code_dir.relative_to(ROOT)} has no app.py"
     handler = _load_function(code_dir).lambda_handler
     if logical_id == _authorizer_function():
         _, record = keys.create_key("console", key=event["identitySource"][0])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from expconsole.api.validation import field_errors, field_path
 from expconsole.models.gates import GateCreate, GatePatch
 from expconsole.models.rules import Condition
+from expconsole.models.validation import field_errors, field_path
 
 
 def errors_of(model: type, data: dict) -> dict[str, str]:

@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from expconsole.srm import srm_check
 from expconsole.stats import (
     SampleMeanStatistic,
     holdout_result,
     minimum_detectable_effect,
     reverse_power,
-    srm_check,
     topline_impact,
     winsorization_threshold,
     winsorize,

@@ -315,12 +315,12 @@ def _chunks(values: Iterable[Any], size: int) -> Iterator[list[Any]]:
 def _live_records() -> int:
     """How many entries the compacted journal would hold, near enough: items / 25 plus objects."""
     dynamodb, s3 = aws.client("dynamodb"), aws.client("s3")
-    items = sum(
+    items: int = sum(
         page["Count"]
         for table in _pages(dynamodb, "list_tables", "TableNames")
         for page in dynamodb.get_paginator("scan").paginate(TableName=table, Select="COUNT")
     )
-    objects = sum(
+    objects: int = sum(
         page.get("KeyCount", 0)
         for bucket in s3.list_buckets()["Buckets"]
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket["Name"])
@@ -331,7 +331,7 @@ def _live_records() -> int:
 class JournalMiddleware:
     """WSGI middleware around moto that journals each write moto answers with a 2xx."""
 
-    def __init__(self, app: Callable[..., Any], journal: Journal) -> None:
+    def __init__(self, app: Callable[..., Iterable[bytes]], journal: Journal) -> None:
         self.app = app
         self.journal = journal
 
@@ -442,7 +442,8 @@ def _copy_tables_once_per_transaction() -> None:
     if getattr(backend.transact_write_items, "_expconsole_patched", False):
         return
     original = backend.transact_write_items
-    real_copy = models.copy
+    # moto's module imports `copy` without exporting it (hence attr-defined): the name is patched there.
+    real_copy = models.copy  # type: ignore[attr-defined]
 
     class _TablesOnce:
         def __init__(self) -> None:
@@ -456,11 +457,11 @@ def _copy_tables_once_per_transaction() -> None:
             return self._tables[id(obj)]
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        models.copy = _TablesOnce()  # type: ignore[assignment]
+        models.copy = _TablesOnce()  # type: ignore[attr-defined,assignment]
         try:
             return original(self, transact_items)
         finally:
-            models.copy = real_copy
+            models.copy = real_copy  # type: ignore[attr-defined]
 
     transact_write_items._expconsole_patched = True  # type: ignore[attr-defined]
     backend.transact_write_items = transact_write_items  # type: ignore[method-assign]

@@ -25,7 +25,7 @@ class TemplateError(Exception):
     """The template is missing or lacks something the local server needs."""
 
 
-class _CloudFormationLoader(yaml.SafeLoader):
+class _CloudFormationLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
     """A safe loader that also reads CloudFormation short-form tags (`!Ref`, `!GetAtt`, `!Sub`, ...)."""
 
 

@@ -40,7 +40,7 @@ def mask_keys(text: str) -> str:
     return _KEY_PATTERN.sub(r"\1-***", text)
 
 
-def header_value(headers: dict[str, Any] | None) -> str | None:
+def header_value(headers: dict[str, str] | None) -> str | None:
     """The key header, whatever its case (HTTP header names are case-insensitive): SERVICE-API-KEY,
     else STATSIG-API-KEY (what the SDKs send)."""
     sdk = None

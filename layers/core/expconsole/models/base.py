@@ -11,7 +11,7 @@ model a function imports.
 """
 
 import math
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -19,12 +19,21 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    RootModel,
     StringConstraints,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
 )
 from pydantic_core import PydanticCustomError
+
+# The base of root models, which annotate `root` themselves. To mypy it is `RootModel[Any]` (what a
+# bare RootModel means, spelled out for strict mode); at run time the bare class, because
+# `RootModel[Any]` would be a class of its own that pydantic builds at import (defer_build above).
+if TYPE_CHECKING:
+    AnyRootModel = RootModel[Any]
+else:
+    AnyRootModel = RootModel
 
 
 def _number(value: object) -> int | float:

@@ -30,9 +30,9 @@ import json
 import math
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, RootModel
+from pydantic import ConfigDict, Field
 
-from expconsole.models.base import Number, RequestModel, ResponseModel
+from expconsole.models.base import AnyRootModel, Number, RequestModel, ResponseModel
 from expconsole.models.pagination import PageQuery
 
 MAX_EVENTS = 2000
@@ -180,7 +180,7 @@ class IngestBatch(RequestModel):
 IngestEvents = Annotated[list[IngestEvent], Field(min_length=1, max_length=MAX_EVENTS)]
 
 
-class IngestBody(RootModel):
+class IngestBody(AnyRootModel):
     """One event, an array of events, or `{"events": [...]}`: at most 2,000 events and 1 MiB."""
 
     # `root` annotated, not `RootModel[...]`: that parametrized class would be built at import.

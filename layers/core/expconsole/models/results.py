@@ -217,7 +217,9 @@ class ExperimentResultEntry(ResponseModel):
 
 
 class ExperimentResults(ResponseModel):
-    ds: str | None
+    ds: str = Field(
+        description="The result day (YYYY-MM-DD); with none computed, the `date` asked for, else today (UTC)."
+    )
     primaryMetrics: list[ExperimentResultEntry]
     secondaryMetrics: list[ExperimentResultEntry]
     otherMetrics: list[ExperimentResultEntry]

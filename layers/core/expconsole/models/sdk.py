@@ -9,9 +9,9 @@ names the field.
 
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, RootModel, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
-from expconsole.models.base import RequestModel, ResponseModel
+from expconsole.models.base import AnyRootModel, RequestModel, ResponseModel
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 SdkUser = Annotated[
@@ -104,7 +104,7 @@ class Accepted(ResponseModel):
 # of its own that pydantic builds when it is created, at import (models/base.py: defer_build).
 
 
-class CheckGateAnswer(RootModel):
+class CheckGateAnswer(AnyRootModel):
     """One gate's answer (`gateName`), or each gate's by name (`gateNames`)."""
 
     model_config = ConfigDict(defer_build=True)
@@ -112,7 +112,7 @@ class CheckGateAnswer(RootModel):
     root: GateAnswer | dict[str, GateAnswer]
 
 
-class IdLists(RootModel):
+class IdLists(AnyRootModel):
     """Each id list by its name (the id-list segment's id)."""
 
     model_config = ConfigDict(defer_build=True)

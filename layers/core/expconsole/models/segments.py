@@ -19,9 +19,9 @@ and `SegmentContent` (its rules or its ids' count, by type). The stored segment
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, RootModel, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
-from expconsole.models.base import Description, QueryBool, RequestModel, ResponseModel, Tag
+from expconsole.models.base import AnyRootModel, Description, QueryBool, RequestModel, ResponseModel, Tag
 from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RolloutsOut, RuleFields, RuleOutFields
 from expconsole.models.stored import ArchiveState, StoredModel
@@ -73,7 +73,7 @@ class SegmentCreate(RequestModel):
     rules: SegmentRuleList | None = Field(None, description="rule_based only.")
 
 
-class SegmentRules(RootModel):
+class SegmentRules(AnyRootModel):
     """POST /segments/{id}/conditional: the segment's new rules, replacing the old ones.
 
     The body is the peer's bare array of rules (errors name `[0].conditions[1].targetValue`);

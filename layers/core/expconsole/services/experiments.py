@@ -1,38 +1,8 @@
 """Experiments: create, read, list, update, delete, versions, and the lifecycle state machine.
 
-States and the moves between them (anything else is a 400 naming the current state):
-
-```
-                   schedule_start (setup -> setup; starts by itself at scheduledTime)
-                        ┌──┐
-            create ──▶ setup ──────── start ───────▶ active ── make_decision ──▶ decision_made
-                        ▲  │                           │                              │
-                        │  │                           └──────── abandon ──▶ abandoned│
-                        │  │                                                   │      │
-                        │  └──────────── archive ──────────▶ archived ◀── archive ────┘
-                        │                                  │   ▲
-                        └──── reset (active, decision_made,│   └── (from setup, decision_made
-                               abandoned -> setup)         │        or abandoned; never active)
-                                                           └─ unarchive -> the state it was archived from
-```
-
-```mermaid
-stateDiagram-v2
-    [*] --> setup: create / restart_as_new
-    setup --> setup: schedule_start
-    setup --> active: start (or the scheduled time passes)
-    active --> decision_made: make_decision
-    active --> abandoned: abandon
-    active --> setup: reset
-    decision_made --> setup: reset
-    abandoned --> setup: reset
-    setup --> archived: archive
-    decision_made --> archived: archive
-    abandoned --> archived: archive
-    archived --> setup: unarchive (was setup)
-    archived --> decision_made: unarchive (was decision_made)
-    archived --> abandoned: unarchive (was abandoned)
-```
+States and the moves between them: `ALLOWED_FROM` (the states each action is allowed from) and
+`LEADS_TO` (where it leads) below, the one table of the state machine; any other move is a 400
+naming the current state. `python -m expconsole_tools.state_diagram` draws it (Mermaid).
 
 `experiment_stopped` and `assignment_stopped` are valid statuses (filters, stored values) that
 no endpoint enters; where they occur they are treated like `active` ("running").
@@ -165,6 +135,22 @@ ALLOWED_FROM: dict[str, frozenset[str]] = {
     "disable_groups": frozenset({"setup"}) | RUNNING,
     "enable_groups": frozenset({"setup"}) | RUNNING,
     "delete": frozenset({"setup", "archived"}) | DECIDED,
+}
+# Where each action leads from a state ALLOWED_FROM allows. Besides states: back to the state it
+# was archived from; a new experiment in setup (the original unchanged); deleted; no move.
+ARCHIVED_FROM, NEW_EXPERIMENT, DELETED, UNCHANGED = "<archived from>", "<new>", "<deleted>", "<unchanged>"
+LEADS_TO: dict[str, str] = {
+    "start": "active",
+    "schedule_start": "setup",  # it becomes active by itself at the scheduled time
+    "make_decision": "decision_made",
+    "abandon": "abandoned",
+    "reset": "setup",
+    "archive": "archived",
+    "unarchive": ARCHIVED_FROM,
+    "restart_as_new": NEW_EXPERIMENT,
+    "disable_groups": UNCHANGED,
+    "enable_groups": UNCHANGED,
+    "delete": DELETED,
 }
 LOCKED_ONCE_STARTED = (
     "groups",

@@ -169,7 +169,8 @@ def _identity(value: Any) -> Any:
     return value
 
 
-def _int_text(text: Any) -> int:
+def _int_text(text: Any) -> object:
+    """Milliseconds from integer text; any other value as it is (judged later)."""
     if type(text) is not str:
         return text  # Parquet: check_event judges the native value
     stripped = text.strip()

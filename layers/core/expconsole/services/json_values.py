@@ -42,7 +42,6 @@ MAX_TEXT_CHARS = 100_000  # one JSON5 (or schema) text
 MAX_ERRORS = 20  # schema violations reported per request
 MAX_MESSAGE_CHARS = 300
 
-DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 # `$schema` URIs (scheme and trailing `#` aside) and the jsonschema validator for each.
 _DIALECTS = {
     "json-schema.org/draft-03/schema": "Draft3Validator",

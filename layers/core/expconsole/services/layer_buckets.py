@@ -33,7 +33,7 @@ def claim(doc: Doc) -> int:
     buckets = doc.get("userBuckets") or []
     if buckets:
         return len(buckets)
-    allocation = doc.get("allocation", 100)
+    allocation: float = doc.get("allocation", 100)
     return math.ceil(round(allocation * BUCKETS / 100, 6))
 
 

@@ -183,7 +183,8 @@ def get_or_builtin(mid: str) -> Doc | None:
 
 
 def _scheduled(doc: Doc) -> int | None:
-    return doc.get("_state", {}).get("scheduledArchiveTime")
+    scheduled: int | None = doc.get("_state", {}).get("scheduledArchiveTime")
+    return scheduled
 
 
 def _state_at(when: int | None, now: int | None = None) -> str:

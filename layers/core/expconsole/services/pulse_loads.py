@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from expconsole import aws, kinds, observability
+from expconsole.days import ds_of
 from expconsole.errors import DomainError, Invalid, Unavailable
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.pulse import LoadPulseBody
@@ -94,8 +95,8 @@ def _creator() -> str:
 
 
 def _queued_record(doc: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
-    day = dt.datetime.fromtimestamp(job["createdTime"] / 1000, dt.UTC).date().isoformat()
-    start = dt.datetime.fromtimestamp(doc["startTime"] / 1000, dt.UTC).date().isoformat()
+    day = ds_of(job["createdTime"])
+    start = ds_of(doc["startTime"])
     return {
         "creatorName": job["creator"],
         "createdTime": job["createdTime"],

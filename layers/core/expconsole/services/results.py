@@ -47,6 +47,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from expconsole import kinds
+from expconsole.days import today
 from expconsole.errors import Invalid
 from expconsole.models.results import (
     HOLDOUT_CONTROL_GROUP,
@@ -185,11 +186,13 @@ def _no_results(date: str | None) -> str:
 
 
 def _elapsed_fraction(exp: Doc, ds: str) -> float | None:
-    start, duration = exp.get("startTime"), exp.get("duration")
+    start: float | None = exp.get("startTime")
+    duration: float | None = exp.get("duration")
     if start is None or not duration:
         return None
     day_end = dt.datetime.combine(dt.date.fromisoformat(ds) + dt.timedelta(days=1), dt.time(), dt.UTC)
-    return (day_end.timestamp() * 1000 - start) / (duration * DAY_MS)
+    elapsed_ms: float = day_end.timestamp() * 1000 - start
+    return elapsed_ms / (duration * DAY_MS)
 
 
 def _flag(given: bool | None, exp: Doc, field: str) -> bool:
@@ -231,10 +234,11 @@ _SPRT_NULLS = {"sprtDecision": None, "sprtLLR": None, "sprtUpperBoundary": None,
 
 
 def _group(exp: Doc, group_id: str, field: str) -> Doc:
-    for g in exp.get("groups") or []:
+    groups: list[Doc] = exp.get("groups") or []
+    for g in groups:
         if g["id"] == group_id:
             return g
-    names = ", ".join(repr(g["id"]) for g in exp.get("groups") or [])
+    names = ", ".join(repr(g["id"]) for g in groups)
     raise Invalid.field(field, f"{group_id!r} is not a group id of this experiment (its groups: {names})")
 
 
@@ -281,15 +285,16 @@ def experiment_results_series(exp_id: str, q: ExperimentResultsSeriesQuery) -> t
     computed day, exactly as pulse_results answers for that `date` with the same options (each day's
     record is cumulative, so the series is the effect as it stood at the end of each day)."""
     exp = experiments.effective(entities.load(kinds.EXPERIMENT, exp_id))
-    _default_pair(exp, q.control, q.test)
-    days = [day.ds for day in group_stats.days(kinds.EXPERIMENT, exp_id)]
+    control, test = _pair(exp, q.control, q.test)
+    listed = [day.ds for day in group_stats.days(kinds.EXPERIMENT, exp_id)]
     metrics: dict[str, Doc] = {}
     computed: list[str] = []
-    for ds in days:
-        day_query = ExperimentResultsQuery(**q.model_dump(), date=ds)
-        _message, data = _experiment_results(exp, exp_id, day_query)
-        if data["ds"] is None:
+    for day in listed:
+        ds, records = _day(kinds.EXPERIMENT, exp_id, day)
+        if ds is None:
             continue  # the day was replaced between listing and reading it
+        day_query = ExperimentResultsQuery(**q.model_dump(), date=ds)
+        data = _scorecard(exp, day_query, control, test, ds, records)
         computed.append(ds)
         for category, field in CATEGORIES:
             for entry in data[field]:
@@ -310,15 +315,27 @@ def experiment_results_series(exp_id: str, q: ExperimentResultsSeriesQuery) -> t
     return message, {"days": computed, "metrics": list(metrics.values())}
 
 
-def _experiment_results(exp: Doc, exp_id: str, q: ExperimentResultsQuery) -> tuple[str, Doc]:
-    control, test = _default_pair(exp, q.control, q.test)
+def _pair(exp: Doc, control_id: str | None, test_id: str | None) -> tuple[Doc, Doc]:
+    control, test = _default_pair(exp, control_id, test_id)
     if control["id"] == test["id"]:
         raise Invalid.field("test", "must differ from control")
-    ds, records = _day(kinds.EXPERIMENT, exp_id, q.date)
-    empty: Doc = {"ds": None, "primaryMetrics": [], "secondaryMetrics": [], "otherMetrics": []}
-    if ds is None:
-        return _no_results(q.date), empty
+    return control, test
 
+
+def _experiment_results(exp: Doc, exp_id: str, q: ExperimentResultsQuery) -> tuple[str, Doc]:
+    control, test = _pair(exp, q.control, q.test)
+    ds, records = _day(kinds.EXPERIMENT, exp_id, q.date)
+    if ds is None:
+        # The contract's `ds` is always a day: the one asked for, else today (UTC), as holdouts answer.
+        empty = {"ds": q.date or today(), "primaryMetrics": [], "secondaryMetrics": [], "otherMetrics": []}
+        return _no_results(q.date), empty
+    return "Pulse results computed successfully.", _scorecard(exp, q, control, test, ds, records)
+
+
+def _scorecard(
+    exp: Doc, q: ExperimentResultsQuery, control: Doc, test: Doc, ds: str, records: Sequence[GroupStatistics]
+) -> Doc:
+    """The day's entries of the test group against control, with the query's options."""
     confidence = (
         q.confidence if q.confidence is not None else float(exp.get("defaultConfidenceInterval") or 95)
     )
@@ -403,7 +420,7 @@ def _experiment_results(exp: Doc, exp_id: str, q: ExperimentResultsQuery) -> tup
         if analytics == "sprt" and result.sprt is None:
             figures |= {**_SPRT_NULLS, "sprtMDE": None}
         data[f"{category}Metrics"].append(_entry(t_rec, figures))
-    return "Pulse results computed successfully.", data
+    return data
 
 
 # --- holdouts ----------------------------------------------------------------------------------------
@@ -415,14 +432,14 @@ def holdout_results(holdout_id: str, q: HoldoutResultsQuery) -> tuple[str, Doc]:
     ds, records = _day(kinds.HOLDOUT, holdout_id, None)
     if ds is None:
         # The contract's `ds` is always a day: today (UTC) while nothing is computed.
-        today = dt.datetime.now(dt.UTC).date().isoformat()
+        empty = {"ds": today(), "monitoringMetrics": []}
         if not holdout.get("monitoringMetrics"):
             message = (
                 "This holdout has no monitoringMetrics, so there is nothing to compute: add metrics "
                 "(PATCH the holdout with monitoringMetrics), then load pulse."
             )
-            return message, {"ds": today, "monitoringMetrics": []}
-        return _no_results(None), {"ds": today, "monitoringMetrics": []}
+            return message, empty
+        return _no_results(None), empty
     options = ResultOptions(
         confidence=95.0 if q.confidence is None else q.confidence,
         cuped=True if q.cuped is None else q.cuped,

@@ -4,11 +4,11 @@
 Each statistic is a small immutable object (`moments`) stored in a numerically stable form:
 n, means and centred co-moments, merged across days with Chan et al.'s update; raw sums
 convert both ways. Each test is a function of those objects: `frequentist`, `cuped`,
-`sequential`, `bayesian`, `sprt`, with `corrections` deciding the α of each entry, `health`
-checking sample ratios, `holdout` the topline figures and `winsor` the capping of unit values.
-`result` assembles contract-shaped entries. Undefined figures are None with a reason; nothing
-raises on data, divides by zero or returns NaN. Only numpy and scipy are used, and mpmath
-for the sample ratio check (`expconsole.srm`, shared with the pulse function, which has no scipy).
+`sequential`, `bayesian`, `sprt`, with `corrections` deciding the α of each entry, `holdout` the
+topline figures and `winsor` the capping of unit values. `result` assembles contract-shaped
+entries. Undefined figures are None with a reason; nothing raises on data, divides by zero or
+returns NaN. Only numpy and scipy are used. The sample ratio check is `expconsole.srm` (pure
+Python with mpmath), outside this package: the pulse function, which runs it, has no scipy.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from .frequentist import (
     percent_interval,
     welch_dof,
 )
-from .health import SrmResult, srm_check
 from .holdout import ToplineImpact, minimum_detectable_effect, reverse_power, topline_impact
 from .moments import (
     CupedRatioStatistic,
@@ -80,7 +79,6 @@ __all__ = [
     "SequentialResult",
     "SprtResult",
     "SprtSettings",
-    "SrmResult",
     "Statistic",
     "ToplineImpact",
     "adjusted_alphas",
@@ -105,7 +103,6 @@ __all__ = [
     "reverse_power",
     "sequential_test",
     "sprt_test",
-    "srm_check",
     "topline_impact",
     "welch_dof",
     "winsorization_threshold",

@@ -173,13 +173,13 @@ class ExperimentResult:
         return _sanitised(out)
 
 
-def _sanitised(value: Any) -> Any:
-    """Last guard of the never-NaN rule: non-finite floats become None."""
-    if isinstance(value, dict):
-        return {k: _sanitised(v) for k, v in value.items()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+def _sanitised(entry: dict[str, Any]) -> dict[str, Any]:
+    """Last guard of the never-NaN rule: non-finite floats become None, in nested objects too."""
+    return {k: _sanitised(v) if isinstance(v, dict) else _finite(v) for k, v in entry.items()}
+
+
+def _finite(value: object) -> object:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,11 +117,13 @@ def _day_item(kind: str, entity_id: str, ds: str) -> dict[str, Any] | None:
         Key={"PK": {"S": partition(kind, entity_id)}, "SK": {"S": DAY_PREFIX + ds}},
         ConsistentRead=True,
     )
-    return response.get("Item")
+    item: dict[str, Any] | None = response.get("Item")
+    return item
 
 
 def _generation_of(item: dict[str, Any]) -> str | None:
-    return item.get("generation", {}).get("S")
+    generation: str | None = item.get("generation", {}).get("S")
+    return generation
 
 
 def put_day(

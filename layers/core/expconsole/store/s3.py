@@ -45,7 +45,8 @@ def put(key: str, body: bytes) -> None:
 
 
 def get(key: str) -> bytes:
-    return _s3().get_object(Bucket=config.events_bucket(), Key=key)["Body"].read()
+    body: bytes = _s3().get_object(Bucket=config.events_bucket(), Key=key)["Body"].read()
+    return body
 
 
 def get_or_none(key: str) -> bytes | None:

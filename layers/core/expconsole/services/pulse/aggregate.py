@@ -169,7 +169,10 @@ def field_of(ctype: str, column: str) -> Field:
         present = f'json_extract("user", {custom}) IS NOT NULL'
         own = json_field('"user"', custom)
         top = json_field('"user"', _path(column))
-        pick = lambda a, b: f"(CASE WHEN {present} THEN {a} ELSE {b} END)"  # noqa: E731
+
+        def pick(a: str, b: str) -> str:
+            return f"(CASE WHEN {present} THEN {a} ELSE {b} END)"
+
         return Field(
             *(pick(getattr(own, f), getattr(top, f)) for f in ("text", "number", "is_null", "true", "false"))
         )

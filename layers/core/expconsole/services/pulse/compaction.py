@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
+from expconsole.days import ds_of
 from expconsole.services.pulse import daydata, engine
 from expconsole.services.pulse.plan import PRE_DAYS, EntityPlan
 
@@ -26,19 +27,15 @@ from expconsole.services.pulse.plan import PRE_DAYS, EntityPlan
 DAYS_PER_INVOCATION = 14
 
 
-def _ds(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).date().isoformat()
-
-
 def read_days(plans: Iterable[EntityPlan], now_ms: int) -> list[str]:
     """The finished days (before today, UTC) that loads of these plans read, oldest first."""
-    today = dt.date.fromisoformat(_ds(now_ms))
+    today = dt.date.fromisoformat(ds_of(now_ms))
     days: set[str] = set()
     for plan in plans:
-        first = dt.date.fromisoformat(_ds(plan.start_ms)) - dt.timedelta(days=PRE_DAYS)
+        first = dt.date.fromisoformat(ds_of(plan.start_ms)) - dt.timedelta(days=PRE_DAYS)
         last = today - dt.timedelta(days=1)
         if plan.end_ms is not None:
-            last = min(last, dt.date.fromisoformat(_ds(plan.end_ms - 1)))
+            last = min(last, dt.date.fromisoformat(ds_of(plan.end_ms - 1)))
         days.update((first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1))
     return sorted(days)
 
@@ -56,7 +53,7 @@ def compact_days(days: Iterable[str], now_ms: int) -> list[str]:
     """Compact each finished day of `days` that needs it (daydata.compact); the days written.
 
     Today is never compacted: it is still receiving events."""
-    today = _ds(now_ms)
+    today = ds_of(now_ms)
     written = []
     with engine.Spill() as spill:
         con = engine.connect(spill.duckdb)

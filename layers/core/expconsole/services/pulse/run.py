@@ -31,6 +31,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from expconsole import aws, kinds
+from expconsole.days import ds_of
 from expconsole.errors import DomainError
 from expconsole.services import entities, event_names
 from expconsole.services.pulse import athena, daydata, engine
@@ -42,10 +43,6 @@ from expconsole.store.group_stats import put_day
 
 logger = Logger(service="expconsole")
 Progress = Callable[[str, int, int], None]
-
-
-def _ds(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).date().isoformat()
 
 
 def _day_start(ds: str) -> int:
@@ -160,16 +157,16 @@ def execute(
         cutoff = min(cutoff, _day_start(as_of) + DAY_MS)
     if cutoff <= plan.start_ms:
         return Analysis([], {}), []
-    start_ds = _ds(plan.start_ms)
+    start_ds = ds_of(plan.start_ms)
     first = (dt.date.fromisoformat(start_ds) - dt.timedelta(days=PRE_DAYS)).isoformat()
-    days = day_range(first, _ds(cutoff - 1))
+    days = day_range(first, ds_of(cutoff - 1))
     # After a decision, exposures keep being read up to the run's own end: the health checks
     # count those that came after it (they expose nobody). Days past the decision day are
     # read for that alone.
     exposure_end = cutoff
     if plan.decision_ms is not None:
         exposure_end = max(cutoff, now if as_of is None else min(now, _day_start(as_of) + DAY_MS))
-    health_days = day_range(_ds(cutoff - 1), _ds(exposure_end - 1))[1:]
+    health_days = day_range(ds_of(cutoff - 1), ds_of(exposure_end - 1))[1:]
     with engine.Spill() as spill:
         con = engine.connect(spill.duckdb)
         try:
@@ -399,8 +396,8 @@ def load_pulse(
         "createdTime": created or now,
         "finishedTime": None,
         "finishedState": None,
-        "startDs": _ds(plan.start_ms),
-        "endDs": _ds(max(end, plan.start_ms)),
+        "startDs": ds_of(plan.start_ms),
+        "endDs": ds_of(max(end, plan.start_ms)),
         "reloadType": refresh,
         "turboMode": turbo,
     }

@@ -21,7 +21,6 @@ Objects:
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
 import json
@@ -32,18 +31,14 @@ from typing import Any
 from expconsole import kinds
 from expconsole.services.common.lifecycle import is_archived
 from expconsole.services.sdk import specs
+from expconsole.services.sdk.hashing import id_list_hash
 from expconsole.store import dynamo, s3, segment_ids
 
-V1_KEY = "sdk/specs/v1.json.gz"
-V2_KEY = "sdk/specs/v2.json.gz"
-ID_LISTS_INDEX = "sdk/id_lists/index.json"
-ID_LIST_PREFIX = "sdk/id_lists/"
+V1_KEY = f"{s3.SDK_PREFIX}specs/v1.json.gz"
+V2_KEY = f"{s3.SDK_PREFIX}specs/v2.json.gz"
+ID_LISTS_INDEX = f"{s3.SDK_PREFIX}id_lists/index.json"
+ID_LIST_PREFIX = f"{s3.SDK_PREFIX}id_lists/"
 KEYS = {1: V1_KEY, 2: V2_KEY}
-
-
-def id_list_hash(unit_id: str) -> str:
-    """How the SDKs name an id in an id list: base64(sha256(id))[:8]."""
-    return base64.b64encode(hashlib.sha256(unit_id.encode("utf-8")).digest()).decode("ascii")[:8]
 
 
 def snapshot() -> specs.Snapshot:

@@ -15,8 +15,6 @@ implemented: the console never serves them.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import operator
 import re
 import time
@@ -26,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from expconsole.services.sdk import ua
+from expconsole.services.sdk.hashing import id_list_hash, unit_hash
 
 SUPPORTED_CONDITION_TYPES = frozenset(
     {
@@ -85,16 +84,6 @@ LAYER_EXPOSURE = "statsig::layer_exposure"
 
 # The data source the SDK names in an exposure's `reason`: ours is a document fetched over HTTP.
 _SOURCE = "Network"
-
-
-def unit_hash(key: str) -> int:
-    """First 8 bytes of SHA-256 as a big-endian unsigned integer: the SDK's bucketing hash."""
-    return int.from_bytes(hashlib.sha256(str(key).encode("utf-8")).digest()[:8], "big")
-
-
-def id_list_hash(unit_id: Any) -> str:
-    """How an id is stored in an id list (`+<hash>` lines): base64(sha256(id))[:8]."""
-    return base64.b64encode(hashlib.sha256(str(unit_id).encode("utf-8")).digest()).decode("ascii")[:8]
 
 
 # ---------------------------------------------------------------------------------------- users
@@ -931,7 +920,8 @@ class Evaluator:
         if prefix is None:  # the SDK's expression, raising where it raises
             rule_salt = rule.raw.get("salt", rule.raw.get("id", ""))
             prefix = spec.raw.get("salt", "") + "." + rule_salt + "."
-        return (unit_hash(prefix + str(unit)) % 10000) < percentage * 100
+        passed: bool = (unit_hash(prefix + str(unit)) % 10000) < percentage * 100
+        return passed
 
     def _gate_exposure(
         self, user: User, gate: Any, result: _Result, nested: bool

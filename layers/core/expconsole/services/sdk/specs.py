@@ -390,7 +390,6 @@ def config_spec(cfg: Doc, holding: Holding) -> Doc:
 # --- experiments and layers ----------------------------------------------------------------------
 
 
-ASSIGNING = ("active",)
 HOLDING_BUCKETS = ("active", "decision_made")
 
 

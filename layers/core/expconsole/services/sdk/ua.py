@@ -32,7 +32,8 @@ def _countries() -> Any:
 
 def country_of_ip(ip: Any) -> str | None:
     """ISO country code of an IPv4 address, as the SDK's ip3country lookup gives it."""
-    return _countries().lookupStr(ip)
+    country: str | None = _countries().lookupStr(ip)
+    return country
 
 
 def _numeric(part: Any) -> int | None:
@@ -58,7 +59,7 @@ def _version(version: dict[str, Any] | None) -> str | None:
 
 
 def _os(ua: str, parsed: dict[str, Any]) -> dict[str, Any] | None:
-    os_info = parsed.get("os")
+    os_info: dict[str, Any] | None = parsed.get("os")
     if os_info is None or os_info.get("major") is not None:
         return os_info
     match = _IPADOS_VERSION.search(ua)

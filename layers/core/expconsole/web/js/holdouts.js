@@ -42,7 +42,7 @@ export async function holdoutPage(params, query) {
       el("label.inline", {}, el("input", { type: "checkbox", name: "cuped", checked: cuped === "true", onchange: (e) => nav({ cuped: String(e.target.checked) }) }), "CUPED"),
       field("Confidence", el("select", { name: "confidence", onchange: (e) => nav({ confidence: e.target.value }) },
         ["80", "90", "95", "98", "99"].map((c) => el("option", { value: c, selected: c === confidence }, `${c}%`))))),
-    data.ds === null ? el("p.note", {}, results.message) : el("div.table-wrap", {}, el("table", { id: "holdout-results" },
+    entries.length === 0 ? el("p.note", {}, results.message) : el("div.table-wrap", {}, el("table", { id: "holdout-results" },
       el("caption", {}, `Topline impact on ${data.ds}: exposed units against the held-out ones`),
       el("thead", {}, el("tr", {}, ["Metric", "Change", "Interval vs 0", "p-value", "Topline impact"].map((t) => el("th", { scope: "col" }, t)))),
       el("tbody", {}, entries.map((e) => {

@@ -103,7 +103,8 @@ export async function resultsPage(params, query) {
         el("td.num.hide-narrow", {}, num(e.control_mean), el("div.muted", {}, `${num(e.control_units, 0)} units`))));
     }
   }
-  const scorecard = data.ds === null
+  // `ds` is always a day (today while nothing is computed): no entries is what says "no results".
+  const scorecard = all.length === 0
     ? el("p.note", { id: "no-results" }, results.message)
     : el("div.table-wrap", {}, el("table", { id: "scorecard", dataset: { query: new URLSearchParams(apiQuery).toString(), ds: data.ds } },
       el("caption", {}, `${testName} vs ${controlName}, ${data.ds}: percent change with its ${state.confidence}% ${state.sequential ? "sequential " : ""}interval (bar: the interval against zero)`),
