@@ -15,7 +15,7 @@ the one restart_as_new created, started by the start example. The one change mad
 rule's `id`, which the service draws at random, becomes the id of the stored rule of the same name.
 
 The document is the one the docs function serves (time fields set from the clock, as a user gets
-it at /docs). The test fails when an operation with a request body is not sent: a new route gets
+it at /docs), and each example is checked against its body's schema there before it is sent. The test fails when an operation with a request body is not sent: a new route gets
 its example on its model (tests/unit/test_openapi.py checks there is one) and its place here.
 """
 
@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
+import jsonschema
 import pytest
 
 from expconsole.store import s3
@@ -68,7 +69,9 @@ class Story:
         path = template.format(**{name: quote(value, safe="") for name, value in params.items()})
         client = self.api if template.startswith(CONSOLE) else self.server
         out = []
+        schema = {**content["schema"], "components": self.doc["components"]}
         for name, example in examples_of(content):
+            jsonschema.validate(example, schema)  # as served: time fields set from the clock
             body = self.with_rule_ids(path, example)
             resp = client.request(method, path, json=body)
             assert 200 <= resp.status_code < 300, (
