@@ -2,7 +2,9 @@
 
 - `GET /docs`: Swagger UI (vendored in static/, see static/VERSION; no CDN) over `/openapi.json`.
 - `GET /openapi.json`: the generated document (a copy `make openapi` writes beside this file),
-  with `servers` set to the URL the request came to, so "Try it out" calls this very API.
+  with `servers` set to the URL the request came to, so "Try it out" calls this very API, and
+  the example fields that are times (`x-example-times`: field -> ms ahead, e.g. a scheduled start)
+  set from the clock, so that every example can be sent as is.
 - `GET /health`: 200 `{"status": "ok"}` for load balancers and scripts (no storage is touched).
 - `GET /`: where to go next (replaced by the web console once it exists).
 - `$default`: API Gateway sends here every request no route matches, so both environments answer
@@ -19,6 +21,7 @@ import difflib
 import gzip
 import json
 import re
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -104,7 +107,28 @@ def _base_url(event: dict[str, Any]) -> str:
     return f"{proto}://{host}"
 
 
+@cache
+def _timed_examples() -> list[tuple[dict[str, Any], dict[str, int]]]:
+    """Each example with fields to set from the clock, and those fields' distance ahead (ms)."""
+    out: list[tuple[dict[str, Any], dict[str, int]]] = []
+    for operations in _document().get("paths", {}).values():
+        for operation in operations.values():
+            content = (operation.get("requestBody") or {}).get("content", {}).get("application/json", {})
+            times = content.get("x-example-times")
+            if times:
+                named = [e["value"] for e in content.get("examples", {}).values()]
+                out.extend((example, times) for example in [content.get("example"), *named] if example)
+    return out
+
+
 def _openapi(event: dict[str, Any]) -> dict[str, Any]:
+    # Counted from the next full hour (one value all hour long). Set in place: the cached
+    # document is this function's alone, and every answer sets them afresh.
+    hour = 3_600_000
+    next_hour = (int(time.time() * 1000) // hour + 1) * hour
+    for example, times in _timed_examples():
+        for field, ahead in times.items():
+            example[field] = next_hour + ahead
     doc = dict(_document())
     doc["servers"] = [
         {"url": _base_url(event), "description": "This server (the one that served this document)"}

@@ -202,6 +202,8 @@ def id_list_file(segment: str, file_id: str):  # type: ignore[no-untyped-def]  #
     tags=["SDK protocol"],
     summary="An SDK's event batch (gzip allowed): custom events, exposures, gate checks",
     responses=responses(202, LogEventAccepted, "Stored, with what was skipped"),
+    # The body is documented from this model (expconsole_tools.openapi) but read by the service.
+    openapi_extensions={"x-request-body-model": "expconsole.models.sdk_bodies:LogEventBody"},
 )
 def post_log_event() -> tuple[dict[str, Any], int]:
     return log_event.log_events(_raw_body(), _headers().get("content-encoding")), 202
@@ -212,6 +214,7 @@ def post_log_event() -> tuple[dict[str, Any], int]:
     tags=["SDK protocol"],
     summary="An SDK's own error report (point the SDK's error reporter here, not at Statsig's host)",
     responses=responses(202, Accepted, "Logged"),
+    openapi_extensions={"x-request-body-model": "expconsole.models.sdk_bodies:SdkExceptionBody"},
 )
 def sdk_exception() -> tuple[dict[str, Any], int]:
     log_event.report_exception(_raw_body())

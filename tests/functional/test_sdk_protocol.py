@@ -283,10 +283,11 @@ def test_bad_events_are_skipped_by_index_and_the_rest_stored(api: dict[str, Call
         {"eventName": "x" * 129, "user": user()},
         {**good, "eventName": "refund"},
         {**good, "time": "1790000000000"},  # a string is not a time: reported, not replaced
+        {**good, "eventName": {"name": "purchase"}},  # not a name (it was a 500: unhashable)
     ]
     status, body = post_events(events)
     assert status == 202 and body["accepted"] == 2
-    assert [s["index"] for s in body["skipped"]] == [1, 2, 3, 4, 6]
+    assert [s["index"] for s in body["skipped"]] == [1, 2, 3, 4, 6, 7]
     assert sorted(line["event"] for line in stored_lines()) == ["purchase", "refund"]
 
 

@@ -25,6 +25,8 @@ DESCRIPTION = (
     "prompts and warehouse sources; send events; read experiment results. Every console route "
     "requires a console key in the SERVICE-API-KEY header; ingestion requires a server secret."
 )
+# An example's fields set from the clock when the document is served (functions/docs/app.py).
+EXAMPLE_TIMES = "x-example-times"
 
 
 def repo_root(start: Path | None = None) -> Path:
@@ -93,55 +95,64 @@ def _raw_request_bodies(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def _with_examples(doc: dict[str, Any]) -> dict[str, Any]:
-    """An example for every request body, so /docs' "Try it out" starts from a valid body: the
-    model's own example if it declares one, else one built from the schema (required fields)."""
+    """Each request body's examples, from its model (`json_schema_extra={"examples": [...]}`).
+
+    They are bodies a user can send as is, in order (tests/functional/test_openapi_examples.py
+    sends every one to the routes): /docs' "Try it out" starts from them. One example is the
+    media type's `example`; several are its named `examples`, which Swagger UI offers as a
+    choice. A model that declares none gives its body none, and tests/unit/test_openapi.py
+    fails: nothing is made up from the schema. The examples leave the component schemas (one
+    home each); a model's `x-example-times` (field -> ms ahead) moves with them, for the docs
+    function to set those fields from the clock.
+    """
     schemas = doc.get("components", {}).get("schemas", {})
     for operations in doc.get("paths", {}).values():
         for operation in operations.values():
             content = (operation.get("requestBody") or {}).get("content", {}).get("application/json")
-            if content is None or "example" in content or "examples" in content:
+            if content is None:
                 continue
-            content["example"] = example_of(content.get("schema") or {}, schemas)
+            model = _body_model(content.get("schema") or {}, schemas)
+            values = model.get("examples") or []
+            if len(values) == 1:
+                content["example"] = values[0]
+            elif values:
+                content["examples"] = _named(values)
+            if model.get(EXAMPLE_TIMES):
+                content[EXAMPLE_TIMES] = model[EXAMPLE_TIMES]
+    for schema in schemas.values():  # one home for each example: its body's media type
+        schema.pop("examples", None)
+        schema.pop(EXAMPLE_TIMES, None)
     return doc
 
 
-def example_of(schema: dict[str, Any], schemas: dict[str, Any], depth: int = 0) -> Any:
-    """A small value that satisfies a JSON schema (as pydantic writes them): required properties
-    only, enum and const values, defaults, minimum lengths and bounds."""
-    if depth > 12:
-        return None
-    ref = schema.get("$ref")
-    if ref:
-        return example_of(schemas.get(ref.rsplit("/", 1)[-1], {}), schemas, depth + 1)
-    for key in ("example", "const", "default"):
-        if key in schema and schema[key] is not None:
-            return schema[key]
-    if schema.get("examples"):
-        return schema["examples"][0]
-    if schema.get("enum"):
-        return schema["enum"][0]
-    for key in ("anyOf", "oneOf", "allOf"):
-        options = [o for o in schema.get(key) or [] if o.get("type") != "null"]
-        if options:
-            return example_of(options[0], schemas, depth + 1)
-    kind = schema.get("type")
-    if kind == "object" or "properties" in schema:
-        props = schema.get("properties") or {}
-        return {name: example_of(props[name], schemas, depth + 1) for name in schema.get("required") or []}
-    if kind == "array":
-        count = int(schema.get("minItems") or 0)
-        return [example_of(schema.get("items") or {}, schemas, depth + 1) for _ in range(count)]
-    if kind in ("integer", "number"):
-        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
-        value = low + (1 if "exclusiveMinimum" in schema else 0)
-        high = schema.get("maximum")
-        value = min(value, high) if high is not None else value
-        return int(value) if kind == "integer" else float(value)
-    if kind == "boolean":
-        return False
-    if kind == "string":
-        return "example"[: schema.get("maxLength", 7)].ljust(int(schema.get("minLength") or 0), "x")
-    return None
+def _body_model(schema: dict[str, Any], schemas: dict[str, Any]) -> dict[str, Any]:
+    """The component schema of a body: `$ref`, or an optional body's `anyOf [$ref, null]`."""
+    for option in [schema, *(schema.get("anyOf") or [])]:
+        ref = option.get("$ref")
+        if ref:
+            return dict(schemas.get(ref.rsplit("/", 1)[-1], {}))
+    return {}
+
+
+def _named(values: list[Any]) -> dict[str, Any]:
+    """Several examples by name, numbered in the order they are sent (a later one may name what
+    an earlier one creates): `1. <name> (<type>)`, `1. <name>` or `1. example`."""
+    out: dict[str, Any] = {}
+    for index, value in enumerate(values, 1):
+        fields = value if isinstance(value, dict) else {}
+        name, kind = fields.get("name"), fields.get("type")
+        label = f"{name} ({kind})" if name and kind else str(name or "example")
+        out[f"{index}. {label}"] = {"value": value}
+    return out
+
+
+def examples_of(content: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A media type's examples as (name, body), in the order they are sent."""
+    if "example" in content:
+        return [("example", content["example"])]
+    named = content.get("examples") or {}
+    order = sorted(named, key=lambda name: int(name.split(".", 1)[0]))
+    return [(name, named[name]["value"]) for name in order]
 
 
 def _without_422(doc: dict[str, Any]) -> dict[str, Any]:

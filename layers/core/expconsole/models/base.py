@@ -8,6 +8,14 @@ The model modules do without `from __future__ import annotations`: with it every
 is a string that pydantic compiles and evaluates when the class is created, a large share of
 creating a model class (docs/performance.md, 'Cold start'), paid at every cold start for every
 model a function imports.
+
+Every request body declares examples (`json_schema_extra={"examples": [...]}`, plain dicts: nothing
+is built at import): bodies a user can send as is, which openapi.json gives /docs' "Try it out".
+They make one story, each naming what an earlier one created (an experiment names the gate
+`new_checkout`, the layer `checkout` and the metric `revenue::sum`); an id in an example is the
+one its name implies (lower case, spaces as underscores). tests/functional/test_openapi_examples.py
+sends them all, in that order, and expects success; only a rule's `id`, which the service draws at
+random, is replaced there by the id of the stored rule of the same name.
 """
 
 import math

@@ -1,6 +1,6 @@
 """Small objects several resources share: owner, review settings, metric references."""
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from expconsole.models.base import RequestModel, ResponseModel
 
@@ -43,11 +43,23 @@ class MetricRef(RequestModel):
 
 
 class ArchiveBody(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"archiveReason": "Launched to everyone; nothing checks it any more."}]
+        }
+    )
+
     forceArchive: bool = Field(False, description="Archive even when other entities still reference it.")
     archiveReason: str | None = Field(None, max_length=1000)
 
 
 class UnarchiveBody(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"unarchiveReason": "Archived by mistake: the old app still reads it."}]
+        }
+    )
+
     unarchiveReason: str | None = Field(None, max_length=1000)
 
 

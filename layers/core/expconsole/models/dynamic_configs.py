@@ -13,7 +13,7 @@ leaves out the optional fields the table holds as null, as the API has always an
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
 
 from expconsole.models.base import (
     Description,
@@ -127,8 +127,37 @@ VARIANTS_DESCRIPTION = (
 )
 
 
+def _value(headline: str, max_items: int, express_pay: bool) -> dict[str, Any]:
+    """A value of the examples' config (its schema: `_SCHEMA`)."""
+    return {"headline": headline, "maxItems": max_items, "expressPay": express_pay}
+
+
+_SCHEMA = (
+    '{"type": "object", "required": ["headline", "maxItems", "expressPay"], "properties": {'
+    '"headline": {"type": "string"}, "maxItems": {"type": "integer", "minimum": 1}, '
+    '"expressPay": {"type": "boolean"}}}'
+)
+# The examples' rule that PATCH /dynamic_configs/{id}/rules changes (models.base: examples).
+_US_EXPRESS_PAY = "Express pay in the US"
+
+
 class DynamicConfigRule(RuleFields):
     """A rule with the value it returns (or the variants it splits into)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "Bulk buyers",
+                    "passPercentage": 100,
+                    "conditions": [
+                        {"type": "custom_field", "field": "cart_size", "operator": "gte", "targetValue": 20}
+                    ],
+                    "returnValue": _value("Review your bulk order", 500, False),
+                }
+            ]
+        }
+    )
 
     returnValue: JsonObject | None = Field(None, description="The value served to units that pass.")
     returnValueJson5: Json5Text | None = None
@@ -143,6 +172,14 @@ class DynamicConfigRule(RuleFields):
 class DynamicConfigRulePatch(RulePatch):
     """A partial rule update: only the fields sent change (matched by `id` in PATCH /rules)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"passPercentage": 100, "returnValue": _value("Review and pay in one tap", 50, True)}
+            ]
+        }
+    )
+
     returnValue: JsonObject | None = None
     returnValueJson5: Json5Text | None = None
     variants: list[Variant] | None = Field(None, max_length=MAX_VARIANTS, description=VARIANTS_DESCRIPTION)
@@ -154,6 +191,38 @@ class DynamicConfigRulePatch(RulePatch):
 
 
 class DynamicConfigCreate(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "checkout settings",
+                    "description": "The checkout page's headline, cart limit and express pay button.",
+                    "idType": "userID",
+                    "defaultValueJson5": "{\n  // shown above the order\n  headline: 'Review your order',\n"
+                    "  maxItems: 50,\n  expressPay: false,\n}",
+                    "schema": _SCHEMA,
+                    "rules": [
+                        {
+                            "name": _US_EXPRESS_PAY,
+                            "passPercentage": 50,
+                            "conditions": [
+                                {"type": "country", "operator": "any", "targetValue": ["US"]},
+                                {
+                                    "type": "environment_tier",
+                                    "operator": "any",
+                                    "targetValue": ["production"],
+                                },
+                            ],
+                            "returnValue": _value("Review your order", 50, True),
+                        }
+                    ],
+                    "tags": ["checkout"],
+                    "targetApps": ["web", "ios"],
+                }
+            ]
+        }
+    )
+
     name: EntityName
     id: ConfigId | None = None
     description: Description = ""
@@ -205,6 +274,27 @@ class _ConfigChanges(PatchModel):
 class DynamicConfigUpdate(_ConfigChanges):
     """Full update (POST /dynamic_configs/{id}): `isEnabled`, `description` and `rules` are required."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "isEnabled": True,
+                    "description": "Express pay for everyone in the US and Canada.",
+                    "rules": [
+                        {
+                            "name": "Express pay in North America",
+                            "passPercentage": 100,
+                            "conditions": [
+                                {"type": "country", "operator": "any", "targetValue": ["US", "CA"]}
+                            ],
+                            "returnValue": _value("Review your order", 50, True),
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
     isEnabled: bool
     description: Description
     rules: list[DynamicConfigRule] = Field(max_length=MAX_RULES)
@@ -213,12 +303,66 @@ class DynamicConfigUpdate(_ConfigChanges):
 class DynamicConfigPatch(_ConfigChanges):
     """Partial update (PATCH /dynamic_configs/{id}): only the fields sent change."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "defaultValueJson5": "{\n  headline: 'Check your order',\n  maxItems: 100,\n"
+                    "  expressPay: false,\n}",
+                    "tags": ["checkout", "copy"],
+                }
+            ]
+        }
+    )
+
 
 class DynamicConfigRulesAdd(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "rules": [
+                        {
+                            "name": "Headline test",
+                            "passPercentage": 10,
+                            "conditions": [
+                                {"type": "locale", "operator": "any", "targetValue": ["en-US", "en-GB"]}
+                            ],
+                            "returnValue": _value("Review your order", 50, False),
+                            "variants": [
+                                {
+                                    "name": "Short",
+                                    "passPercentage": 50,
+                                    "returnValue": _value("Your order", 50, False),
+                                },
+                                {
+                                    "name": "Friendly",
+                                    "passPercentage": 50,
+                                    "returnValueJson5": "{headline: 'Almost there!', maxItems: 50, "
+                                    "expressPay: false}",
+                                },
+                            ],
+                        }
+                    ]
+                }
+            ]
+        }
+    )
+
     rules: list[DynamicConfigRule] = Field(min_length=1, max_length=MAX_RULES)
 
 
 class DynamicConfigRulesUpdate(RequestModel):
+    """The rules to change, each named by its `id` (GET /dynamic_configs/{id}/rules lists them)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"rules": [{"id": "7pW2kF9xLr4TzQ1mVb8NsH", "name": _US_EXPRESS_PAY, "passPercentage": 75}]}
+            ]
+        }
+    )
+
     rules: list[DynamicConfigRulePatch] = Field(min_length=1, max_length=MAX_RULES)
 
 

@@ -184,7 +184,31 @@ class IngestBody(AnyRootModel):
     """One event, an array of events, or `{"events": [...]}`: at most 2,000 events and 1 MiB."""
 
     # `root` annotated, not `RootModel[...]`: that parametrized class would be built at import.
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(
+        defer_build=True,
+        json_schema_extra={
+            "examples": [
+                [
+                    {
+                        "event": "purchase",
+                        "user": {"userID": "user-1842"},
+                        "value": 42.5,
+                        "metadata": {"sku": "SKU-1001", "currency": "USD"},
+                    },
+                    {
+                        "event": "add_to_cart",
+                        "user": {"userID": "user-2907"},
+                        "metadata": {"sku": "SKU-2002"},
+                    },
+                    {
+                        "event": "checkout_start",
+                        "user": {"userID": "user-2907"},
+                        "metadata": {"platform": "ios"},
+                    },
+                ]
+            ]
+        },
+    )
 
     root: IngestEvent | IngestEvents | IngestBatch
 

@@ -10,7 +10,16 @@ share with the answer stay in models/experiments.py.
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, Field, PlainValidator, StringConstraints, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    StringConstraints,
+    WithJsonSchema,
+    field_validator,
+)
+from pydantic.config import JsonDict
 
 from expconsole.models.base import Description, Number, PatchModel, RequestModel, StrList, Tag
 from expconsole.models.common import MetricRef, OwnerIn, ReviewSettingsIn
@@ -292,9 +301,48 @@ class _ExperimentFields(PatchModel):
         return None if value is None else _not_blank(value)
 
 
+_HYPOTHESIS = (
+    "A blue pay button stands out more than the gray one, so more of the users who start a "
+    "checkout finish it: purchases per user rise."
+)
+_CONTROL: JsonDict = {
+    "name": "Control",
+    "id": "control",
+    "description": "Today's gray button.",
+    "parameterValues": {"button_color": "gray"},
+}
+_BLUE: JsonDict = {"name": "Blue button", "id": "blue_button", "parameterValues": {"button_color": "blue"}}
+
+
 class ExperimentCreate(_ExperimentFields):
     """POST /experiments: only `name` is required; `id` defaults to the name in lower case with
     spaces as underscores. A new experiment is in `setup`."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "checkout button color",
+                    "description": "Does a blue pay button sell more than the gray one?",
+                    "hypothesis": _HYPOTHESIS,
+                    "idType": "userID",
+                    "groups": [{**_CONTROL, "size": 50}, {**_BLUE, "size": 50}],
+                    "controlGroupID": "control",
+                    "layerID": "checkout",
+                    "allocation": 50,
+                    "targetingGateID": "new_checkout",
+                    "primaryMetrics": [
+                        {"name": "purchase", "type": "event_count", "direction": "increase"},
+                        {"name": "revenue", "type": "sum", "direction": "increase"},
+                    ],
+                    "secondaryMetrics": [{"name": "checkout funnel", "type": "funnel"}],
+                    "duration": 14,
+                    "defaultConfidenceInterval": "95",
+                    "tags": ["checkout"],
+                }
+            ]
+        }
+    )
 
     name: ExperimentName
     id: ExperimentId | None = None
@@ -312,6 +360,33 @@ class ExperimentUpdate(_ExperimentChanges):
     `bonferroniCorrection`, `defaultConfidenceInterval` and `status`; other fields left out keep
     their value."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "description": "Does a blue or a green pay button sell more than the gray one?",
+                    "idType": "userID",
+                    "hypothesis": _HYPOTHESIS,
+                    "groups": [
+                        {**_CONTROL, "size": 34},
+                        {**_BLUE, "size": 33},
+                        {
+                            "name": "Green button",
+                            "id": "green_button",
+                            "size": 33,
+                            "parameterValues": {"button_color": "green"},
+                        },
+                    ],
+                    "allocation": 50,
+                    "targetingGateID": "new_checkout",
+                    "bonferroniCorrection": True,
+                    "defaultConfidenceInterval": "95",
+                    "status": "setup",
+                }
+            ]
+        }
+    )
+
     description: Description
     idType: IdType
     hypothesis: LongText
@@ -326,16 +401,49 @@ class ExperimentUpdate(_ExperimentChanges):
 class ExperimentPatch(_ExperimentChanges):
     """PATCH /experiments/{id}: only the fields sent change."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "duration": 21,
+                    "secondaryMetrics": [
+                        {"name": "checkout funnel", "type": "funnel"},
+                        {"name": "revenue per checkout start", "type": "ratio"},
+                    ],
+                    "links": [{"url": "https://example.com/design/pay-button", "title": "Design brief"}],
+                }
+            ]
+        }
+    )
+
 
 # --- lifecycle bodies ---------------------------------------------------------------------------------
 
+DAY_MS = 86_400_000
+
 
 class ExperimentStartBody(RequestModel):
+    """Optional: a body only analysis-only (warehouse) experiments need."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{}]})
+
     analysisStartTime: ShortText | None = Field(None, description="Analysis-only experiments (warehouse).")
     analysisEndTime: ShortText | None = Field(None, description="Analysis-only experiments (warehouse).")
 
 
 class MakeDecisionBody(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "id": "blue_button",
+                    "decisionReason": "Blue raised purchases per user by 4% (95% CI 1-7%); revenue held.",
+                    "removeTargeting": True,
+                }
+            ]
+        }
+    )
+
     id: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
         description="The id of the group to launch."
     )
@@ -344,14 +452,26 @@ class MakeDecisionBody(RequestModel):
 
 
 class AbandonBody(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"decisionReason": "A payment outage on day 2 spoiled the data; starting again."}]
+        }
+    )
+
     decisionReason: LongText
 
 
 class ExperimentArchiveBody(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"archiveReason": "Decided and shipped; kept for its results."}]}
+    )
+
     archiveReason: Annotated[str, StringConstraints(max_length=1000)] | None = None
 
 
 class RestartAsNewBody(RequestModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "checkout button color v2"}]})
+
     name: ExperimentName
 
     @field_validator("name")
@@ -361,12 +481,23 @@ class RestartAsNewBody(RequestModel):
 
 
 class ScheduleStartBody(RequestModel):
+    """The example's time is a day ahead of when /openapi.json is served (`x-example-times`)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"scheduledTime": 1767258000000}],
+            "x-example-times": {"scheduledTime": DAY_MS},
+        }
+    )
+
     scheduledTime: Number = Field(
         description="When to start, in whole milliseconds since the epoch: in the future, within a year."
     )
 
 
 class GroupNamesBody(RequestModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"group_names": ["Green button"]}]})
+
     group_names: list[Annotated[str, StringConstraints(min_length=1, max_length=100)]] = Field(
         min_length=1, max_length=100
     )

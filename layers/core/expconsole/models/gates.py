@@ -50,6 +50,22 @@ Rate = Literal["0", "100", "INBETWEEN"]
 class GateRule(RuleFields):
     """A gate rule: who matches, and what percent of them pass."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "iOS 17 and later",
+                    "passPercentage": 50,
+                    "conditions": [
+                        {"type": "os_name", "operator": "any", "targetValue": ["iOS"]},
+                        {"type": "os_version", "operator": "version_gte", "targetValue": "17.0"},
+                    ],
+                    "environments": ["production"],
+                }
+            ]
+        }
+    )
+
 
 # Request field types that the create and the changes models share.
 GateRules = Annotated[list[GateRule], Field(max_length=500)]
@@ -57,7 +73,52 @@ DeclaredType = Literal["PERMANENT", "TEMPORARY"]
 IdType = Annotated[str, Field(min_length=1, max_length=100)]
 
 
+# The examples' rule that PATCH /gates/{id}/rules changes (models.base: examples).
+_CANADA_AND_UK = "Canada and UK on app 4.2 and later"
+
+
 class GateCreate(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "new checkout",
+                    "description": "The one-page checkout: employees, beta testers, then a quarter of "
+                    "Canada and the UK on recent app versions.",
+                    "idType": "userID",
+                    "tags": ["checkout"],
+                    "rules": [
+                        {
+                            "name": "Employees",
+                            "passPercentage": 100,
+                            "conditions": [
+                                {
+                                    "type": "email",
+                                    "operator": "str_contains_any",
+                                    "targetValue": ["@example.com"],
+                                }
+                            ],
+                        },
+                        {
+                            "name": "Beta testers",
+                            "passPercentage": 100,
+                            "conditions": [{"type": "passes_segment", "targetValue": "beta_testers"}],
+                        },
+                        {
+                            "name": _CANADA_AND_UK,
+                            "passPercentage": 25,
+                            "conditions": [
+                                {"type": "country", "operator": "any", "targetValue": ["CA", "GB"]},
+                                {"type": "app_version", "operator": "version_gte", "targetValue": "4.2.0"},
+                            ],
+                        },
+                    ],
+                    "monitoringMetrics": [{"name": "revenue", "type": "sum"}],
+                }
+            ]
+        }
+    )
+
     name: EntityName
     id: GateId | None = None
     description: Description = ""
@@ -109,6 +170,20 @@ class _GateChanges(PatchModel):
 class GateUpdate(_GateChanges):
     """Full update (POST /gates/{id}): `isEnabled`, `description` and `rules` are required."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "isEnabled": True,
+                    "description": "The one-page checkout, launched to everyone.",
+                    "rules": [
+                        {"name": "Everyone", "passPercentage": 100, "conditions": [{"type": "public"}]}
+                    ],
+                }
+            ]
+        }
+    )
+
     isEnabled: bool
     description: Description
     rules: GateRules
@@ -117,16 +192,75 @@ class GateUpdate(_GateChanges):
 class GatePatch(_GateChanges):
     """Partial update (PATCH /gates/{id}): only the fields sent change."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"type": "PERMANENT", "tags": ["checkout", "payments"], "team": "Payments"}]
+        }
+    )
+
 
 class GateRulesAdd(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "rules": [
+                        {
+                            "name": "Support team",
+                            "passPercentage": 100,
+                            "conditions": [
+                                {
+                                    "type": "user_id",
+                                    "operator": "any",
+                                    "targetValue": ["user-1001", "user-1002"],
+                                }
+                            ],
+                        },
+                        {
+                            "name": "Large carts on the web",
+                            "passPercentage": 10,
+                            "conditions": [
+                                {
+                                    "type": "custom_field",
+                                    "field": "cart_value",
+                                    "operator": "gte",
+                                    "targetValue": 200,
+                                },
+                                {
+                                    "type": "browser_name",
+                                    "operator": "any",
+                                    "targetValue": ["Chrome", "Firefox", "Safari"],
+                                },
+                            ],
+                        },
+                    ]
+                }
+            ]
+        }
+    )
+
     rules: list[GateRule] = Field(min_length=1, max_length=500)
 
 
 class GateRuleUpdate(RulePatch):
     """One rule's changes, matched by `id` in PATCH /gates/{id}/rules."""
 
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"passPercentage": 100, "environments": ["staging", "production"]}]}
+    )
+
 
 class GateRulesUpdate(RequestModel):
+    """The rules to change, each named by its `id` (GET /gates/{id}/rules lists them)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"rules": [{"id": "4dM8sR1vQx7ZkT2bNw9LcE", "name": _CANADA_AND_UK, "passPercentage": 50}]}
+            ]
+        }
+    )
+
     rules: list[GateRuleUpdate] = Field(min_length=1, max_length=500)
 
 

@@ -13,7 +13,7 @@ and `permalink` after them, as the API has always answered them.
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from expconsole.models.base import (
     Description,
@@ -82,6 +82,22 @@ class HoldoutCreate(RequestModel):
     """POST /holdouts: only `name` is required; `id` defaults to the name in lower case with
     spaces as underscores."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "checkout holdout 2025",
+                    "description": "5% of users see none of this year's checkout changes: their "
+                    "combined effect, measured against them.",
+                    "idType": "userID",
+                    "passPercentage": 5,
+                    "monitoringMetrics": [{"name": "revenue", "type": "sum"}],
+                    "tags": ["checkout"],
+                }
+            ]
+        }
+    )
+
     name: HoldoutName
     id: HoldoutId | None = None
     description: Description = ""
@@ -133,6 +149,24 @@ class HoldoutUpdate(_HoldoutChanges):
     """Full update (POST /holdouts/{id}): the peer's required fields must all be sent
     (`targetingGateID` may be null); other fields left out keep their value."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "isEnabled": True,
+                    "description": "5% of users see none of this year's checkout changes, the "
+                    "button color experiment included.",
+                    "passPercentage": 5,
+                    "gateIDs": [],
+                    "experimentIDs": ["checkout_button_color"],
+                    "layerIDs": [],
+                    "isGlobal": False,
+                    "targetingGateID": None,
+                }
+            ]
+        }
+    )
+
     isEnabled: bool
     description: Description
     passPercentage: PassPercentage
@@ -145,6 +179,10 @@ class HoldoutUpdate(_HoldoutChanges):
 
 class HoldoutPatch(_HoldoutChanges):
     """Partial update (PATCH /holdouts/{id}): only the fields sent change."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"team": "Payments", "tags": ["checkout", "2025"]}]}
+    )
 
 
 class HoldoutListQuery(PageQuery):

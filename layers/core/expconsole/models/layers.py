@@ -12,7 +12,7 @@ stored layer (`StoredLayer`) is just those, the answer (`Layer`) adds `holdoutID
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
 from expconsole.models.base import (
     Description,
@@ -82,6 +82,23 @@ class LayerCreate(RequestModel):
     """POST /layers: `name` and `idType` are required (as in the peer); `id` defaults to the name
     in lower case with spaces as underscores."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "checkout",
+                    "idType": "userID",
+                    "description": "Experiments on the checkout page: each takes its own share of the users.",
+                    "parameters": [
+                        {"name": "button_color", "type": "string", "defaultValue": "gray"},
+                        {"name": "show_express_pay", "type": "boolean", "defaultValue": False},
+                    ],
+                    "tags": ["checkout"],
+                }
+            ]
+        }
+    )
+
     name: LayerName
     id: LayerId | None = None
     idType: IdType
@@ -119,12 +136,32 @@ class LayerUpdate(_LayerChanges):
     """Full update (POST /layers/{id}): `description` and `parameters` are required, as in the
     peer; other fields left out keep their value."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "description": "Experiments on the checkout page and the cart.",
+                    "parameters": [
+                        {"name": "button_color", "type": "string", "defaultValue": "gray"},
+                        {"name": "show_express_pay", "type": "boolean", "defaultValue": False},
+                        {"name": "button_text", "type": "string", "defaultValue": "Pay now"},
+                        {"name": "upsell_items", "type": "number", "defaultValue": 3},
+                    ],
+                }
+            ]
+        }
+    )
+
     description: Description
     parameters: Parameters
 
 
 class LayerPatch(_LayerChanges):
     """Partial update (PATCH /layers/{id}): only the fields sent change."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"team": "Payments", "tags": ["checkout", "cart"]}]}
+    )
 
 
 class LayerListQuery(PageQuery):

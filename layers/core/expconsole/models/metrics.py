@@ -54,7 +54,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
 from expconsole.models.base import (
     Description,
@@ -301,6 +301,66 @@ class MetricOwnerIn(RequestModel):
 
 
 class MetricCreate(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "revenue",
+                    "type": "sum",
+                    "description": "Purchase value in USD (the purchase event's value).",
+                    "directionality": "increase",
+                    "tags": ["checkout"],
+                    "unitTypes": ["userID"],
+                    "metricEvents": [{"name": "purchase", "type": "value"}],
+                },
+                {
+                    "name": "mobile checkout starts",
+                    "type": "event_count_custom",
+                    "description": "Checkouts started in the iOS and Android apps.",
+                    "metricEvents": [
+                        {
+                            "name": "checkout_start",
+                            "criteria": [
+                                {
+                                    "type": "metadata",
+                                    "column": "platform",
+                                    "condition": "in",
+                                    "values": ["ios", "android"],
+                                }
+                            ],
+                        }
+                    ],
+                },
+                {
+                    "name": "purchasers",
+                    "type": "event_user",
+                    "description": "Users with at least one purchase.",
+                    "metricEvents": [{"name": "purchase"}],
+                },
+                {
+                    "name": "revenue per checkout start",
+                    "type": "ratio",
+                    "description": "Revenue over mobile checkout starts (numerator first).",
+                    "metricComponentMetrics": [
+                        {"name": "revenue", "type": "sum"},
+                        {"name": "mobile checkout starts", "type": "event_count_custom"},
+                    ],
+                },
+                {
+                    "name": "checkout funnel",
+                    "type": "funnel",
+                    "description": "From adding to the cart to paying, counted in users.",
+                    "funnelEventList": [
+                        {"name": "add_to_cart", "type": "event_count"},
+                        {"name": "checkout_start", "type": "event_count"},
+                        {"name": "purchase", "type": "event_count"},
+                    ],
+                    "funnelCountDistinct": "users",
+                },
+            ]
+        }
+    )
+
     name: MetricName
     type: MetricType
     description: Description = ""
@@ -326,6 +386,24 @@ class MetricCreate(RequestModel):
 
 class MetricUpdate(PatchModel):
     """POST /metrics/{id}: the fields sent replace the stored ones; `name` and `type` cannot change."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "description": "Purchase value in USD, large orders left out.",
+                    "metricEvents": [
+                        {
+                            "name": "purchase",
+                            "type": "value",
+                            "criteria": [{"type": "value", "condition": "<", "values": ["5000"]}],
+                        }
+                    ],
+                    "isVerified": True,
+                }
+            ]
+        }
+    )
 
     NULLABLE = frozenset(
         {"team", "teamID", "rollupTimeWindow", "customRollUpStart", "customRollUpEnd", "funnelCountDistinct"}

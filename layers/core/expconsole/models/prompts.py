@@ -9,7 +9,7 @@ its archive state) and the answer (`Prompt`, plus `isArchived`) both extend it, 
 API has always answered them.
 """
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from expconsole.models.base import (
     Description,
@@ -27,6 +27,20 @@ from expconsole.models.stored import ArchiveState, StoredModel
 
 
 class PromptCreate(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "order summary",
+                    "displayName": "Order summary assistant",
+                    "description": "Summarises the cart in two sentences before payment.",
+                    "targetApps": ["web"],
+                    "tags": ["checkout", "ai"],
+                }
+            ]
+        }
+    )
+
     name: EntityName
     displayName: EntityName | None = Field(None, description="Same rule as `name`; defaults to it.")
     description: Description = ""
@@ -43,6 +57,17 @@ class PromptPatch(PatchModel):
     """PATCH /prompts/{id}: only these fields; `team` and `teamID` may be null to clear them."""
 
     NULLABLE = frozenset({"team", "teamID"})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "description": "Summarises the cart in two sentences, delivery date included.",
+                    "targetApps": ["web", "ios"],
+                    "team": "Payments",
+                }
+            ]
+        }
+    )
 
     description: Description | None = None
     targetApps: StrList | None = None

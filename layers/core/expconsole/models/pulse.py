@@ -16,6 +16,8 @@ class LoadPulseBody(RequestModel):
     """What to reload: `full` recomputes every day from the events, `incremental` reuses stored
     day aggregates whose events did not change, `metric` writes only `metricIDs`' results."""
 
+    model_config = ConfigDict(json_schema_extra={"examples": [{"refresh": "full"}]})
+
     refresh: ReloadType = "full"
     metricIDs: list[MetricId] | None = Field(
         None, max_length=100, description="Metric ids (`<name>::<type>`); required with refresh `metric`."

@@ -14,7 +14,7 @@ the stored pipeline (`StoredPipeline`) adds its archive state, the answer (`Rele
 leaves out the two emails it has never answered and adds `isArchived`.
 """
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
@@ -59,7 +59,37 @@ class Phase(RequestModel):
     rules: list[PipelineRule] = Field(max_length=MAX_RULES_PER_PHASE)
 
 
+def _phase(
+    name: str, after_days: int, review: bool, rule: str, *conditions: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "timeIntervalMs": after_days * 86_400_000,
+        "requiredReview": review,
+        "rules": [{"name": rule, "conditions": list(conditions)}],
+    }
+
+
+_EMPLOYEES = {"type": "email", "operator": "str_ends_with_any", "targetValue": ["@example.com"]}
+_CANADA = {"type": "country", "operator": "any", "targetValue": ["CA"]}
+
+
 class PipelineCreate(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "Staged rollout",
+                    "phases": [
+                        _phase("Employees", 0, False, "Employees", _EMPLOYEES),
+                        _phase("Canada", 1, True, "Canada", _CANADA),
+                        _phase("Everyone", 3, True, "Everyone"),
+                    ],
+                }
+            ]
+        }
+    )
+
     name: Name
     phases: list[Phase] = Field(
         default_factory=list, max_length=MAX_PHASES, description="Executed in this order."
@@ -69,6 +99,27 @@ class PipelineCreate(RequestModel):
 class PipelineUpdate(PatchModel):
     """Full update (POST /release_pipelines/{id}): `phases` replaces the phases; `name` is kept
     when left out. `version`, when sent, must be the stored one (else 409)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "phases": [
+                        _phase("Employees", 0, False, "Employees", _EMPLOYEES),
+                        _phase("Canada", 2, True, "Canada", _CANADA),
+                        _phase(
+                            "Canada and the UK",
+                            4,
+                            True,
+                            "Canada and the UK",
+                            {**_CANADA, "targetValue": ["CA", "GB"]},
+                        ),
+                        _phase("Everyone", 7, True, "Everyone"),
+                    ]
+                }
+            ]
+        }
+    )
 
     name: Name | None = None
     phases: list[Phase] = Field(max_length=MAX_PHASES, description="Executed in this order.")

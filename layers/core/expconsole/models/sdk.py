@@ -10,6 +10,7 @@ names the field.
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints
+from pydantic.config import JsonDict
 
 from expconsole.models.base import AnyRootModel, RequestModel, ResponseModel
 
@@ -22,23 +23,46 @@ SdkUser = Annotated[
 ]
 
 
+# The examples' user: she passes the gate `new_checkout` of models/gates.py's example (employees).
+_USER: JsonDict = {
+    "userID": "user-1842",
+    "email": "ana@example.com",
+    "country": "CA",
+    "appVersion": "4.3.0",
+    "custom": {"plan": "enterprise"},
+    "statsigEnvironment": {"tier": "production"},
+}
+
+
 class CheckGateBody(RequestModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"user": _USER, "gateName": "new_checkout"}]})
+
     user: SdkUser
     gateName: Name | None = Field(None, description="One gate; or `gateNames` for several.")
     gateNames: list[Name] | None = Field(None, min_length=1, max_length=100)
 
 
 class GetConfigBody(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"user": _USER, "configName": "checkout_settings"}]}
+    )
+
     user: SdkUser
     configName: Name
 
 
 class GetExperimentBody(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"user": _USER, "experimentName": "checkout_button_color"}]}
+    )
+
     user: SdkUser
     experimentName: Name
 
 
 class GetLayerBody(RequestModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"user": _USER, "layerName": "checkout"}]})
+
     user: SdkUser
     layerName: Name
 

@@ -60,6 +60,40 @@ IdType = Annotated[str, Field(min_length=1, max_length=100)]
 
 
 class SegmentCreate(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "beta testers",
+                    "type": "id_list",
+                    "description": "Users who joined the beta programme in the app's settings.",
+                    "idType": "userID",
+                    "tags": ["beta"],
+                },
+                {
+                    "name": "enterprise customers",
+                    "type": "rule_based",
+                    "description": "Users of accounts on the enterprise plan.",
+                    "idType": "userID",
+                    "rules": [
+                        {
+                            "name": "Enterprise plan",
+                            "passPercentage": 100,
+                            "conditions": [
+                                {
+                                    "type": "custom_field",
+                                    "field": "plan",
+                                    "operator": "any",
+                                    "targetValue": ["enterprise"],
+                                }
+                            ],
+                        }
+                    ],
+                },
+            ]
+        }
+    )
+
     name: SegmentName
     id: SegmentId | None = None
     type: SegmentType = Field(description="`rule_based` or `id_list`; fixed once created.")
@@ -81,7 +115,39 @@ class SegmentRules(AnyRootModel):
     """
 
     # `root` annotated, not `RootModel[...]`: that parametrized class would be built at import.
-    model_config = ConfigDict(strict=True, defer_build=True)
+    model_config = ConfigDict(
+        strict=True,
+        defer_build=True,
+        json_schema_extra={
+            "examples": [
+                [
+                    {
+                        "name": "Enterprise and business plans",
+                        "passPercentage": 100,
+                        "conditions": [
+                            {
+                                "type": "custom_field",
+                                "field": "plan",
+                                "operator": "any",
+                                "targetValue": ["enterprise", "business"],
+                            }
+                        ],
+                    },
+                    {
+                        "name": "Company email addresses",
+                        "passPercentage": 100,
+                        "conditions": [
+                            {
+                                "type": "email",
+                                "operator": "str_ends_with_any",
+                                "targetValue": ["@acme.com", "@globex.com"],
+                            }
+                        ],
+                    },
+                ]
+            ]
+        },
+    )
 
     root: SegmentRuleList
 
@@ -97,6 +163,10 @@ class SegmentRules(AnyRootModel):
 
 class SegmentIds(RequestModel):
     """Ids to add to or remove from an id-list segment; repeats count once."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"ids": ["user-1842", "user-2907", "user-3310"]}]}
+    )
 
     ids: list[UnitId] = Field(min_length=1, max_length=MAX_IDS_PER_REQUEST, description="1 to 1000 ids.")
 

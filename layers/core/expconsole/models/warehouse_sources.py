@@ -25,7 +25,8 @@ those fields.
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, field_validator
+from pydantic.config import JsonDict, JsonValue
 from pydantic_core import PydanticCustomError
 
 from expconsole.models.base import Description, EntityName, PatchModel, RequestModel, ResponseModel, Tag
@@ -101,7 +102,25 @@ _VERSION = "Optimistic lock: the version this change is based on."
 # --- qualifying event sources -------------------------------------------------------------------
 
 
+_USER_ID: list[JsonValue] = [{"serviceUnitID": "userID", "column": "user_id"}]
+
+
 class QualifyingEventCreate(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "checkout_page_views",
+                    "description": "Users count from their first view of the checkout page.",
+                    "sql": "SELECT user_id, viewed_at FROM analytics.page_views WHERE page = 'checkout'",
+                    "timestampColumn": "viewed_at",
+                    "idTypeMapping": _USER_ID,
+                    "tags": ["checkout"],
+                }
+            ]
+        }
+    )
+
     name: EntityName
     sql: Sql
     timestampColumn: ColumnName
@@ -128,6 +147,20 @@ class QualifyingEventCreate(RequestModel):
 class QualifyingEventUpdate(PatchModel):
     """Full update (POST .../qualifying_events/{name}): `sql`, `timestampColumn` and
     `idTypeMapping` are required; optional fields left out keep their value."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "sql": "SELECT user_id, viewed_at FROM analytics.page_views "
+                    "WHERE page IN ('cart', 'checkout')",
+                    "timestampColumn": "viewed_at",
+                    "idTypeMapping": _USER_ID,
+                    "description": "Users count from their first view of the cart or the checkout page.",
+                }
+            ]
+        }
+    )
 
     NULLABLE = frozenset({"name", "team", "teamID", "datePartitionColumn"})
 
@@ -232,7 +265,29 @@ class QualifyingEventListEnvelope(ResponseModel):
 # --- assignment sources -------------------------------------------------------------------------
 
 
+_ASSIGNMENTS: JsonDict = {
+    "sql": "SELECT user_id, assigned_at, experiment_id, group_id FROM warehouse.ab_assignments",
+    "timestampColumn": "assigned_at",
+    "experimentIDColumn": "experiment_id",
+    "groupIDColumn": "group_id",
+    "idTypeMapping": _USER_ID,
+}
+
+
 class AssignmentSourceCreate(RequestModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "name": "legacy_assignments",
+                    "description": "Assignments of the in-house experiment tool, loaded nightly.",
+                    **_ASSIGNMENTS,
+                    "scheduledReloadHour": 6,
+                }
+            ]
+        }
+    )
+
     name: EntityName
     sql: Sql
     timestampColumn: ColumnName
@@ -279,6 +334,19 @@ class _AssignmentSourceChanges(PatchModel):
 class AssignmentSourceUpdate(_AssignmentSourceChanges):
     """Full update (POST .../assignment_source/{name}): the SQL and its columns are required."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    **_ASSIGNMENTS,
+                    "sql": "SELECT user_id, assigned_at, experiment_id, group_id, group_name "
+                    "FROM warehouse.ab_assignments WHERE assigned_at >= DATE '2024-01-01'",
+                    "groupNameColumn": "group_name",
+                }
+            ]
+        }
+    )
+
     sql: Sql
     timestampColumn: ColumnName
     experimentIDColumn: ColumnName
@@ -288,6 +356,10 @@ class AssignmentSourceUpdate(_AssignmentSourceChanges):
 
 class AssignmentSourcePatch(_AssignmentSourceChanges):
     """Partial update (PATCH): only the fields sent change; the SQL changes only by a full update."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"isVerified": True, "scheduledReloadHour": 4, "tags": ["nightly"]}]}
+    )
 
     sql: Any = Field(
         None,

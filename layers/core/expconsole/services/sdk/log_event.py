@@ -144,13 +144,13 @@ def map_events(events: list[Any], groups: Groups, now_ms: int) -> Mapped:
             out.skipped.append({"index": index, "reason": "not an object"})
             continue
         name = raw.get("eventName")
-        if name in DROPPED:
-            out.dropped += 1
-            continue
         if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME_CHARS:
             out.skipped.append(
-                {"index": index, "reason": f"eventName must be 1 to {MAX_NAME_CHARS} characters"}
+                {"index": index, "reason": f"eventName must be a string of 1 to {MAX_NAME_CHARS} characters"}
             )
+            continue
+        if name in DROPPED:
+            out.dropped += 1
             continue
         user = _user(raw.get("user"))
         if user is None:
