@@ -8,8 +8,8 @@
 - `$default`: API Gateway sends here every request no route matches, so both environments answer
   a 404 `{status, message}` (with the route meant, for a near miss) or a 405 with `Allow`.
 
-No key is needed: the routes are declared with `Authorizer: NONE` in template.yaml. Nothing here
-reads a key or any stored data.
+No key is needed: unlike the other functions, this one checks none (it does not use
+`expconsole.api.app.build`), and it reads no key and no stored data.
 """
 
 from __future__ import annotations
