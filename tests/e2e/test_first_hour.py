@@ -300,6 +300,8 @@ def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(api: ApiClient)
     assert wrong.headers["Allow"] == "POST" and "use POST" in body["message"]
     missing = error(api.get("/console/v1/experimentz"), 404)
     assert "/console/v1/experiments" in missing["message"]  # the route meant
+    singular = error(api.get(f"/console/v1/experiment/{exp['id']}"), 404)
+    assert "Did you mean GET /console/v1/experiments/{id}?" in singular["message"]
     error(api.get("/nothing/here/at/all"), 404)
     # without a key too: the answer names no data, only routes
     anonymous = api.get("/console/v1/nope", key=None)
