@@ -104,7 +104,7 @@ def build(
 
     @app.exception_handler(RequestValidationError)
     def _validation_error(exc: RequestValidationError) -> Response:
-        return error_response(BadRequest.fields(field_errors(exc.errors())))
+        return error_response(BadRequest.fields(field_errors(exc.errors(), _body_model(app))))
 
     @app.not_found
     def _not_found(_exc: Exception) -> Response:
@@ -177,6 +177,13 @@ def _refuse_unknown_query(app: APIGatewayHttpResolver, next_middleware: Callable
             message = f"is not a query parameter of this route (it accepts: {listing})"
             raise BadRequest.fields([{"field": name, "message": message} for name in unknown])
     return next_middleware(app)
+
+
+def _body_model(app: APIGatewayHttpResolver) -> Any:
+    """The type the route validates its body as (None without a body): an unknown field's error
+    names the closest of its fields (expconsole.models.validation.field_errors)."""
+    body = getattr(app.context.get("_route"), "body_field", None)
+    return body.type_ if body is not None else None
 
 
 _ACCEPTED: dict[int, frozenset[str]] = {}
