@@ -212,14 +212,11 @@ def sample_events(template: Path) -> dict[str, dict[str, Any]]:
 
     api = load_api(template)
     owners = {route.route_key: route.function.logical_id for route in api.routes}
-    authorizers = {route.authorizer.function.logical_id for route in api.routes if route.authorizer}
     streams = [function.logical_id for function in api.stream_functions]
     chosen: dict[str, dict[str, Any]] = {}
     for path in sorted(EVENTS.glob("*.json")):
         event = json.loads(path.read_text())
-        if event.get("type") == "REQUEST":
-            owner = next(iter(authorizers), "")
-        elif "Records" in event:
+        if "Records" in event:
             owner = streams[0] if streams else ""
         else:
             owner = owners.get(event.get("routeKey", ""), "")
@@ -234,7 +231,8 @@ def sample_events(template: Path) -> dict[str, dict[str, Any]]:
 @contextlib.contextmanager
 def storage(events: dict[str, dict[str, Any]]) -> Iterator[dict[str, str]]:
     """A moto server holding the stack's table and bucket, with what the sample events need: the
-    authorizer's key and built SDK documents. Yields the probes' environment."""
+    keys they present (registered, so each first request includes the key's lookup, as in AWS)
+    and built SDK documents. Yields the probes' environment."""
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request on stdout
@@ -255,8 +253,12 @@ def storage(events: dict[str, dict[str, Any]]) -> Iterator[dict[str, str]]:
         dynamo.create_table()
         aws.client("s3").create_bucket(Bucket=ENV["EVENTS_BUCKET"])
         for event in events.values():
-            if event.get("type") == "REQUEST":
-                keys.create_key("console", key=event["identitySource"][0])
+            for name in ("service-api-key", "statsig-api-key"):
+                presented = (event.get("headers") or {}).get(name)
+                if presented:
+                    keys.create_key(
+                        "console" if presented.startswith("console-") else "server", key=presented
+                    )
         documents.rebuild()
         yield env
     finally:
@@ -271,7 +273,7 @@ def storage(events: dict[str, dict[str, Any]]) -> Iterator[dict[str, str]]:
 FUNCTION_REQUEST = """\
 answer = function.{handler}(event, Context())
 if isinstance(answer, dict):
-    answer = answer.get("statusCode", 200 if answer.get("isAuthorized", True) else 500)
+    answer = answer.get("statusCode", 200)
 else:
     answer = 200
 """

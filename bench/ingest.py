@@ -75,11 +75,12 @@ def main() -> None:
 
     from expconsole import aws
     from expconsole.store import dynamo, event_counters, s3
-    from tests.conftest import http_event, load_function
+    from tests.conftest import http_event, load_function, register_test_keys
 
     aws.reset()
     with mock_aws():
         dynamo.create_table()
+        register_test_keys()  # the key http_event presents
         s3.create_bucket()
         handler = load_function("ingest").lambda_handler
         storage = {"s": 0.0}

@@ -178,8 +178,9 @@ def phase_storage(_args: argparse.Namespace) -> dict[str, Any]:
 def _create_entities(start_ms: int) -> None:
     """Metrics and the experiment through the handlers, on a clock set to the data's time."""
     from expconsole.services import entities
-    from tests.conftest import Caller
+    from tests.conftest import Caller, register_test_keys
 
+    register_test_keys()  # the key Caller presents
     clock = {"now": T0 - 3_600_000}
     entities.now_ms = lambda: clock["now"]  # type: ignore[assignment]
     metrics, experiments = Caller("metrics"), Caller("experiments")

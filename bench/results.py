@@ -43,11 +43,12 @@ def main() -> None:
     from expconsole.services import results
     from expconsole.stats import CupedStatistic
     from expconsole.store import dynamo, group_stats
-    from tests.conftest import Caller
+    from tests.conftest import Caller, register_test_keys
 
     aws.reset()
     with mock_aws():
         dynamo.create_table()
+        register_test_keys()  # the key Caller presents
         experiments, fn = Caller("experiments"), Caller("results")
         groups = [{"name": f"G{i}", "id": f"g{i}", "size": 20} for i in range(GROUPS)]
         metric_ids = [f"ev{i}::event_count" for i in range(METRICS)]

@@ -15,7 +15,7 @@ one the API writes. Then:
    to a running server, so they are journaled like any write), one console write through the API
    starts the server's spec build, and once the served document names every entity,
    `--downloads` interleaved rounds of: the baseline, v1 with `sinceTime` (`has_updates: false`:
-   same route, authorizer and S3 check, 45 bytes), v1 in full (gzip), v2 in full, v1 with
+   same route, key check and S3 check, 45 bytes), v1 in full (gzip), v2 in full, v1 with
    `If-None-Match` (304), and a console `GET /console/v1/gates/<id>`.
 3. **evaluate**: the document the server serves, evaluated for `--users` users by our
    `Evaluator`, by `statsig` (pure Python) and by `statsig-python-core` (Rust core) pointed at the
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core")]
 
 LAMBDA_LIMIT = 6 * 1024 * 1024
-# The baseline: the same route, authorizer and S3 freshness check, answering a few bytes.
+# The baseline: the same route, key check and S3 freshness check, answering a few bytes.
 BASELINE = "baseline: v1 sinceTime (has_updates false)"
 TOKEN = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{22}(?![A-Za-z0-9])")  # a rule or group id
 TABLE_ENV = {
@@ -270,6 +270,7 @@ def moto_table() -> Iterator[None]:
 
     from expconsole import aws as aws_clients
     from expconsole.store import dynamo, s3
+    from tests.conftest import register_test_keys
 
     saved = {name: os.environ.get(name) for name in [*TABLE_ENV, "AWS_ENDPOINT_URL"]}
     os.environ.update(TABLE_ENV)
@@ -279,6 +280,7 @@ def moto_table() -> Iterator[None]:
         with mock_aws():
             dynamo.create_table()
             s3.create_bucket()
+            register_test_keys()  # the key Caller presents
             yield
     finally:
         for name, value in saved.items():
@@ -574,7 +576,7 @@ def measure_downloads(server: Any, w: World, downloads: int) -> dict[str, Any]:
         ("console GET /console/v1/gates/<id>", console, f"{server.url}/console/v1/gates/{w.gates[0]}", {}),
     ]
     kinds = {label: get(session, url, label, **kw) for label, session, url, kw in requests_made}
-    for run in kinds.values():  # warm the sandboxes and the authorizer's verdict cache
+    for run in kinds.values():  # warm the sandboxes and their key caches
         for _ in range(2):
             run()
     times: dict[str, list[float]] = {label: [] for label in kinds}

@@ -14,6 +14,21 @@ from urllib.parse import parse_qsl
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The keys every moto store holds (registered by moto_store), by kind; http_event presents them.
+TEST_KEYS = {
+    "console": "console-key-of-the-test-store-0123456789",
+    "server": "secret-key-of-the-test-store-0123456789",
+}
+UNKNOWN_KEY = "console-no-such-key-in-the-test-store-00"
+
+
+def register_test_keys() -> None:
+    """Store TEST_KEYS in the table in use (as `expconsole keys create --key` would), so requests
+    built by http_event pass the functions' key check."""
+    from expconsole.services import keys
+
+    for kind, plain in TEST_KEYS.items():
+        keys.create_key(kind, "tests", key=plain)
 
 
 @contextmanager
@@ -22,6 +37,7 @@ def moto_store() -> Iterator[None]:
     from moto import mock_aws
 
     from expconsole import aws as aws_clients
+    from expconsole.services import keys
     from expconsole.store import dynamo
 
     with pytest.MonkeyPatch.context() as patch:
@@ -35,12 +51,15 @@ def moto_store() -> Iterator[None]:
             patch.setenv(name, value)
         patch.delenv("AWS_ENDPOINT_URL", raising=False)
         aws_clients.reset()
+        keys.reset_cache()  # a new store is a new deployment: no sandbox has looked a key up yet
         try:
             with mock_aws():
                 dynamo.create_table()
+                register_test_keys()
                 yield
         finally:
             aws_clients.reset()
+            keys.reset_cache()
 
 
 @pytest.fixture
@@ -70,16 +89,16 @@ def http_event(
     *,
     query: str = "",
     key_kind: str | None = "console",
-    key_id: str = "test-key",
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """An API Gateway HTTP API (payload 2.0) event as the authorizer would pass it on."""
+    """An API Gateway HTTP API (payload 2.0) event, presenting the test store's key of `key_kind`
+    ("console" or "server"), a key no store holds ("unknown"), or none (None)."""
     params: dict[str, str] = {}
     for k, v in parse_qsl(query, keep_blank_values=True):
         params[k] = f"{params[k]},{v}" if k in params else v
     all_headers = {"content-type": "application/json", "host": "localhost:3000", "x-forwarded-proto": "http"}
     if key_kind is not None:
-        all_headers["service-api-key"] = "presented-key"
+        all_headers["service-api-key"] = UNKNOWN_KEY if key_kind == "unknown" else TEST_KEYS[key_kind]
     all_headers.update(headers or {})
     context: dict[str, Any] = {
         "accountId": "123456789012",
@@ -98,8 +117,6 @@ def http_event(
         "time": "01/Jan/2026:00:00:00 +0000",
         "timeEpoch": 0,
     }
-    if key_kind is not None:
-        context["authorizer"] = {"lambda": {"keyKind": key_kind, "keyId": key_id}}
     return {
         "version": "2.0",
         "routeKey": "$default",

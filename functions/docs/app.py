@@ -10,8 +10,8 @@
 - `$default`: API Gateway sends here every request no route matches, so both environments answer
   a 404 `{status, message}` (with the route meant, for a near miss) or a 405 with `Allow`.
 
-No key is needed: the routes are declared with `Authorizer: NONE` in template.yaml. Nothing here
-reads a key or any stored data.
+No key is needed: unlike the other functions, this one checks none (it does not use
+`expconsole.api.app.build`), and it reads no key and no stored data.
 """
 
 from __future__ import annotations
@@ -162,21 +162,103 @@ def _unrouted(method: str, path: str) -> dict[str, Any]:
     if allowed:
         allow = ", ".join(allowed)
         hint = f" use {allowed[0]}" if len(allowed) == 1 else f" use one of {allow}"
+        # `GET /gates/x/rule` (a POST route): the GET route one typo away is likelier what was meant.
+        others = {t: m for t, m in routes.items() if method in m and not _matches(t, path)}
+        meant = nearest(method, path, others)
+        also = f", or did you mean {method} {meant}?" if meant else "."
         return _json(
             405,
-            {"status": 405, "message": f"{method} is not allowed on {path}:{hint}."},
+            {"status": 405, "message": f"{method} is not allowed on {path}:{hint}{also}"},
             {"Allow": allow},
         )
     message = f"No route for {method} {path}."
-    shape = re.sub(r"/[^/]+", "/x", path)
-    candidates = {t: re.sub(r"/[^/]+", "/x", t) for t in routes}
-    same_shape = [t for t, s in candidates.items() if s == shape] or list(routes)
-    near = difflib.get_close_matches(path, same_shape, n=1, cutoff=0.6)
-    if near:
-        methods = sorted(routes[near[0]])
-        message += f" Did you mean {'/'.join(methods)} {near[0]}?"
+    meant = nearest(method, path, routes)
+    if meant:
+        methods = sorted(routes[meant])
+        message += f" Did you mean {method if method in methods else '/'.join(methods)} {meant}?"
     message += " Every route: /docs (interactive) or /openapi.json."
     return _json(404, {"status": 404, "message": message})
+
+
+# A request segment against a route's: a `{parameter}` takes any one segment at a small cost (so a
+# literal segment that matches exactly wins), a literal one costs by how far the spelling is; a
+# segment too far (or one missing or extra) costs 1, and a route costing 1 or more is no match.
+_PARAMETER_COST = 0.1
+_NEAR_SPELLING_COST = 0.2  # plural for singular, `_` or case left out
+_PREFIX_COST = 0.4  # a shortened name: `pulse` for `pulse_results`
+_MAX_EDIT_SHARE = 0.4
+_OTHER_METHOD_COST = 0.3
+
+
+def nearest(method: str, path: str, routes: dict[str, set[str]]) -> str | None:
+    """The route template closest to `path` segment by segment, or None if none is close.
+
+    Segments are aligned as in an edit distance (a segment missing or extra costs 1); a route
+    that does not take `method` costs a little more than one that does, and on a tie the one
+    whose whole path reads closest wins."""
+    given = [s for s in path.split("/") if s]
+    best: tuple[float, float, str] | None = None
+    for template, methods in routes.items():
+        cost = _path_cost([s for s in template.split("/") if s], given)
+        cost += 0 if method in methods else _OTHER_METHOD_COST
+        if cost >= 1:
+            continue
+        ranked = (cost, -difflib.SequenceMatcher(None, template, path).ratio(), template)
+        if best is None or ranked < best:
+            best = ranked
+    return None if best is None else best[2]
+
+
+def _path_cost(template: list[str], given: list[str]) -> float:
+    previous = [float(j) for j in range(len(given) + 1)]
+    for i, segment in enumerate(template, start=1):
+        current = [float(i)]
+        for j, part in enumerate(given, start=1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + _segment_cost(segment, part))
+            )
+        previous = current
+    return previous[-1]
+
+
+def _segment_cost(template: str, given: str) -> float:
+    if re.fullmatch(r"\{[^{}]+\}", template):
+        return _PARAMETER_COST
+    if template == given:
+        return 0.0
+    a, b = _plain(template), _plain(given)
+    if a == b or _singular(a) == _singular(b):
+        return _NEAR_SPELLING_COST
+    if min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)):
+        return _PREFIX_COST
+    edits = min(_edits(a, b), _edits(_singular(a), _singular(b)))
+    if edits == 1:  # one letter off, however short the segment (`v2` for `v1`)
+        return min(0.5, edits / max(len(a), len(b)))
+    share = edits / max(len(a), len(b))
+    return share if share <= _MAX_EDIT_SHARE else 1.0
+
+
+def _plain(segment: str) -> str:
+    return re.sub(r"[_\-.]", "", segment.lower())
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance."""
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a, start=1):
+        current = [i]
+        for j, y in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        previous = current
+    return previous[-1]
 
 
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

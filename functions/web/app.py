@@ -1,6 +1,6 @@
 """The web console's static files: `GET /` (the page) and `GET /ui/{path+}` (its scripts and styles).
 
-Public routes without the key authorizer: the files hold no data, and the pages call the API
+Public routes that check no key: the files hold no data, and the pages call the API
 with the console key the user signs in with. Served from the package (`expconsole/web`, in the
 core layer) by this one function, so the console and the API share an origin and need no CORS.
 The function touches no AWS resource (its role has no policy).

@@ -269,6 +269,21 @@ def test_docs_openapi_health_and_root_need_no_key(server: Any) -> None:
     assert root.status_code == 200 and 'href="/docs"' in root.text and 'href="/openapi.json"' in root.text
 
 
+def test_a_first_request_without_the_key_header_is_told_to_send_it(api: ApiClient) -> None:
+    """No key, or the key as a Bearer token (what most APIs take): a 401 with the usual body whose
+    message names SERVICE-API-KEY, from the function itself (API Gateway runs no authorizer that
+    would answer a bare `{"message": "Unauthorized"}` first)."""
+    missing = error(api.get("/console/v1/gates", key=None), 401)
+    assert "Missing API key: send it in the SERVICE-API-KEY header" in missing["message"]
+    assert missing["errors"] == [{"field": "SERVICE-API-KEY", "message": "is required"}]
+    bearer = api.get("/console/v1/gates", key=None, headers={"Authorization": f"Bearer {api.key}"})
+    told = error(bearer, 401)
+    assert "goes in the SERVICE-API-KEY header, not Authorization" in told["message"]
+    assert api.key not in bearer.text
+    webhook = api.post("/v1/webhooks/event_webhook", key=None, json=[])
+    assert "SERVICE-API-KEY" in error(webhook, 401)["message"]
+
+
 def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(api: ApiClient) -> None:
     exp = ok(api.post(EXPERIMENTS, json={"name": f"routes {uid()}"}), 201)["data"]
     wrong = api.put(f"{EXPERIMENTS}/{exp['id']}/restart_as_new", json={})
@@ -276,6 +291,8 @@ def test_unknown_route_is_404_and_wrong_method_is_405_with_allow(api: ApiClient)
     assert wrong.headers["Allow"] == "POST" and "use POST" in body["message"]
     missing = error(api.get("/console/v1/experimentz"), 404)
     assert "/console/v1/experiments" in missing["message"]  # the route meant
+    singular = error(api.get(f"/console/v1/experiment/{exp['id']}"), 404)
+    assert "Did you mean GET /console/v1/experiments/{id}?" in singular["message"]
     error(api.get("/nothing/here/at/all"), 404)
     # without a key too: the answer names no data, only routes
     anonymous = api.get("/console/v1/nope", key=None)

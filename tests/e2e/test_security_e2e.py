@@ -1,7 +1,7 @@
 """Security through the local server: its log never shows a key or a key's hash, whatever the
 request's outcome, and its answers show no internals.
 
-The server runs the real authorizer, gates and ingest functions (a template of its own, with
+The server runs the real gates, ingest and SDK functions (a template of its own, with
 Powertools logging at DEBUG, the most the template's LogLevel allows) plus one route built with
 the product's `build()` whose handler raises, so an unhandled error and its logged traceback
 are part of the run. Its stderr, the log, goes to a file.
@@ -58,21 +58,6 @@ Globals:
 Resources:
   Api:
     Type: AWS::Serverless::HttpApi
-    Properties:
-      Auth:
-        DefaultAuthorizer: Keys
-        Authorizers:
-          Keys:
-            FunctionArn: !GetAtt AuthorizerFunction.Arn
-            EnableSimpleResponses: true
-            Identity: {{Headers: [SERVICE-API-KEY], ReauthorizeEvery: 300}}
-          SdkKeys:
-            FunctionArn: !GetAtt AuthorizerFunction.Arn
-            EnableSimpleResponses: true
-            Identity: {{ReauthorizeEvery: 0}}
-  AuthorizerFunction:
-    Type: AWS::Serverless::Function
-    Properties: {{CodeUri: {functions}/authorizer/, Handler: app.lambda_handler}}
   GatesFunction:
     Type: AWS::Serverless::Function
     Properties:
@@ -101,10 +86,9 @@ Resources:
             ApiId: !Ref Api
             Method: GET
             Path: "/v1/download_config_specs/{{file}}"
-            Auth: {{Authorizer: SdkKeys}}
         Log:
           Type: HttpApi
-          Properties: {{ApiId: !Ref Api, Method: POST, Path: /v1/log_event, Auth: {{Authorizer: SdkKeys}}}}
+          Properties: {{ApiId: !Ref Api, Method: POST, Path: /v1/log_event}}
   BoomFunction:
     Type: AWS::Serverless::Function
     Properties:
@@ -163,10 +147,11 @@ def test_no_key_or_hash_in_the_server_log_or_answers_whatever_the_outcome(served
         key: str | None,
         data: str | bytes | None = None,
         ctype: str = "application/json",
+        header: str = "SERVICE-API-KEY",
     ) -> Exchange:
         headers = {"Content-Type": ctype}
         if key is not None:
-            headers["SERVICE-API-KEY"] = key
+            headers[header] = f"Bearer {key}" if header == "Authorization" else key
         response = requests.request(method, served.url + path, headers=headers, data=data, timeout=60)
         return Exchange(what, response.status_code, response.text)
 
@@ -182,6 +167,8 @@ def test_no_key_or_hash_in_the_server_log_or_answers_whatever_the_outcome(served
         (send("no route", "GET", "/console/v1/nothing", console), 404),
         (send("unknown key", "GET", GATES, unknown), 401),
         (send("no key", "GET", GATES, None), 401),
+        (send("bearer", "GET", GATES, console, header="Authorization"), 401),
+        (send("bearer, ingest", "POST", INGEST, server, json.dumps([event]), header="Authorization"), 401),
         (send("server secret", "GET", GATES, server), 403),
         (send("ingest", "POST", INGEST, server, json.dumps([event])), 202),
         (send("ingest with console key", "POST", INGEST, console, json.dumps([event])), 403),
@@ -192,6 +179,11 @@ def test_no_key_or_hash_in_the_server_log_or_answers_whatever_the_outcome(served
         (send("specs", "GET", f"/v1/download_config_specs/{server}.json", server), 503),
         (send("specs, console key", "GET", f"/v1/download_config_specs/{console}.json", console), 403),
         (send("sdk events", "POST", "/v1/log_event", server, json.dumps({"events": []})), 202),
+        (
+            send("sdk header", "POST", "/v1/log_event", server, '{"events": []}', header="STATSIG-API-KEY"),
+            202,
+        ),
+        (send("specs, no key", "GET", f"/v1/download_config_specs/{server}.json", None), 401),
     ]
     for exchange, expected in exchanges:
         assert exchange.status == expected, (exchange.what, exchange.status, exchange.body[:300])
@@ -201,6 +193,10 @@ def test_no_key_or_hash_in_the_server_log_or_answers_whatever_the_outcome(served
             body = json.loads(exchange.body)
             assert set(body) <= {"status", "message", "errors"}, (exchange.what, body)
             assert not [s for s in INTERNALS if s in exchange.body], (exchange.what, body)
+        if exchange.status == 401:  # the function's answer naming the header, never API Gateway's bare one
+            assert "SERVICE-API-KEY" in json.loads(exchange.body)["message"], exchange.what
+        if exchange.what.startswith("bearer"):
+            assert "not Authorization" in json.loads(exchange.body)["message"], exchange.body
 
     log = log_of(served, waiting_for=f"GET {BOOM} 500")
     # The log holds the access lines and the unhandled error with its traceback...

@@ -1,8 +1,9 @@
 """The API in process: each request goes to the Lambda handler template.yaml routes it to.
 
 A transport for `tests.e2e.client.ApiClient`: tests written against the client run unchanged here,
-on the moto store of `tests/conftest.py`, without a server process or HTTP. What only the gateway
-does (the authorizer, unrouted paths, CORS, body size limits of API Gateway) stays in tests/e2e.
+on the moto store of `tests/conftest.py`, without a server process or HTTP. The headers, the key
+among them, reach the function as sent: it checks the key itself, as in AWS. What only the gateway
+does (unrouted paths, CORS, body size limits of API Gateway) stays in tests/e2e.
 """
 
 from __future__ import annotations
@@ -17,13 +18,12 @@ from urllib.parse import urlencode, urlsplit
 import yaml
 from requests.structures import CaseInsensitiveDict
 
-from tests.conftest import LAMBDA_CONTEXT, ROOT, http_event, load_function
+from tests.conftest import LAMBDA_CONTEXT, ROOT, TEST_KEYS, http_event, load_function
 
 TEMPLATE = ROOT / "template.yaml"
-CONSOLE_KEY = "console-key"
-SERVER_SECRET = "server-secret"
+CONSOLE_KEY = TEST_KEYS["console"]  # the keys tests/conftest.py moto_store registers
+SERVER_SECRET = TEST_KEYS["server"]
 STORE_TABLE = "expconsole-test"  # tests/conftest.py moto_store's table
-KEY_KINDS = {CONSOLE_KEY: "console", SERVER_SECRET: "server"}
 _UNSET: Any = object()
 
 
@@ -86,7 +86,7 @@ class InProcessResponse:
 
 
 class Lambdas:
-    """Sends client requests to the handlers, as the gateway does after the authorizer let them in."""
+    """Sends client requests to the handlers, as the gateway does."""
 
     def send(
         self,
@@ -102,8 +102,6 @@ class Lambdas:
         parts = urlsplit(url)
         query = "&".join(q for q in (parts.query, urlencode(params or {}, doseq=True)) if q)
         lowered = {k.lower(): v for k, v in (headers or {}).items()}
-        key = lowered.pop("service-api-key", None)
-        assert key is None or key in KEY_KINDS, "another key is the authorizer's business: an e2e case"
         body: Any = None
         if json is not _UNSET and json is not None:
             body = jsonlib.dumps(json)
@@ -114,7 +112,7 @@ class Lambdas:
             parts.path,
             body,
             query=query,
-            key_kind=KEY_KINDS[key] if key else None,
+            key_kind=None,
             headers=lowered,
         )
         handler = load_function(route_for(method, parts.path)).lambda_handler

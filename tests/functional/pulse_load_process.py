@@ -16,7 +16,7 @@ from moto import mock_aws
 from expconsole import kinds
 from expconsole.services import entities, ingest
 from expconsole.store import dynamo, group_stats, s3
-from tests.conftest import Caller
+from tests.conftest import Caller, register_test_keys
 from tests.functional.pulse_metrics import METRICS
 
 DAY = 86_400_000
@@ -31,6 +31,7 @@ def main() -> dict[str, Any]:
     with mock_aws():
         dynamo.create_table()
         s3.create_bucket()
+        register_test_keys()
         pulse = Caller("pulse")  # the function under test, imported first
         metrics, experiments = Caller("metrics"), Caller("experiments")
         for body in METRICS:

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.e2e.client import ApiClient, assert_error, country, rule, uid
+from tests.e2e.client import ApiClient, assert_error, country, error_for, rule, uid
 
 EXPERIMENTS = "/console/v1/experiments"
 GATES = "/console/v1/gates"
@@ -743,6 +743,18 @@ def test_empty_inline_rules_json_means_no_rules(console: Console, text: str) -> 
 def test_bad_inline_rules_json_is_400(console: Console, text: str, field: str) -> None:
     body = {"name": "valid name", "inlineTargetingRulesJSON": text}
     assert_error(console.post(EXPERIMENTS, json=body), 400, field)
+
+
+def test_an_unknown_field_in_inline_rules_json_names_the_field_meant(console: Console) -> None:
+    text = json.dumps([{**rule(10), "condition": []}])
+    body = assert_error(
+        console.post(EXPERIMENTS, json={"name": "valid name", "inlineTargetingRulesJSON": text}),
+        400,
+        "inlineTargetingRulesJSON[0].condition",
+    )
+    assert error_for(body, "inlineTargetingRulesJSON[0].condition") == (
+        "is not a field of this request; did you mean conditions?"
+    )
 
 
 def test_inline_rules_json_and_array_must_agree(console: Console) -> None:

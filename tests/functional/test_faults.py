@@ -46,10 +46,10 @@ from moto.core.botocore_stubber import BotocoreStubber, MockRawResponse
 
 from expconsole import aws as aws_clients
 from expconsole import config, kinds
-from expconsole.services import entities
+from expconsole.services import entities, keys
 from expconsole.services import ingest as ingest_service
 from expconsole.store import dynamo, event_counters, group_stats, pulse_runs, s3
-from tests.conftest import LAMBDA_CONTEXT, Caller, http_event
+from tests.conftest import LAMBDA_CONTEXT, TEST_KEYS, Caller, http_event
 
 # --- the storage on the wire ----------------------------------------------------------------------
 
@@ -266,6 +266,11 @@ class Env:
         self.callers: dict[str, Caller] = {}
         monkeypatch.setattr(entities, "now_ms", lambda: self.now)
         monkeypatch.setattr(entities, "new_id", self.ids)
+        # A warm sandbox, whose key check answers from its cache for the whole test: the faults
+        # go to the request's own storage calls (a failing key read: tests/functional/test_auth.py).
+        monkeypatch.setenv("KEY_CACHE_SECONDS", "86400")
+        keys.reset_cache()
+        assert keys.cache().resolve(TEST_KEYS["console"]) and keys.cache().resolve(TEST_KEYS["server"])
 
     def call(self, function: str, method: str, path: str, body: Any = None, **kw: Any) -> tuple[int, Any]:
         if function not in self.callers:

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.e2e.client import ApiClient, assert_error, country, rule, uid
+from tests.e2e.client import ApiClient, assert_error, country, error_for, rule, uid
 
 GATES = "/console/v1/gates"
 
@@ -189,6 +189,18 @@ def test_patch_with_stale_version_is_409_and_changes_nothing(console: Console) -
     full = {"isEnabled": False, "description": "lost update", "rules": [], "version": 1}
     assert_error(console.post(f"{GATES}/{gate['id']}", json=full), 409)
     assert console.gate(gate["id"]) == before
+
+
+def test_an_unknown_field_is_400_naming_the_field_meant_and_changes_nothing(console: Console) -> None:
+    gate = console.create_gate(isEnabled=False)
+    body = assert_error(console.patch(f"{GATES}/{gate['id']}", json={"enabled": True}), 400, "enabled")
+    assert (
+        body["message"] == "Invalid request: enabled: is not a field of this request; did you mean isEnabled?"
+    )
+    assert console.gate(gate["id"]) == gate
+    nested = {"name": f"typo {uid()}", "rules": [{**rule(10), "condtions": []}]}
+    body = assert_error(console.post(GATES, json=nested), 400, "rules[0].condtions")
+    assert error_for(body, "rules[0].condtions") == "is not a field of this request; did you mean conditions?"
 
 
 def test_patch_unknown_gate_is_404(console: Console) -> None:

@@ -30,7 +30,7 @@ import requests
 from expconsole_tools.local.backend import Journal
 from expconsole_tools.local.gateway import MAX_BODY_BYTES, HttpRequest, RouteTable, build_event
 from expconsole_tools.local.process import ServeProcess
-from expconsole_tools.local.template import Function, Route, find_template, load_api
+from expconsole_tools.local.template import Function, Route, TemplateError, find_template, load_api
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = str(REPO / "template.yaml")
@@ -45,43 +45,29 @@ import sys
 def lambda_handler(event, context):
     if event["rawPath"].endswith("/boom"):
         key = event["headers"].get("service-api-key")
+        bearer = event["headers"].get("authorization", "").removeprefix("Bearer ")
         print(f"printed on stdout: {key}")
         print(f"printed on stderr: {key}", file=sys.stderr)
+        print(f"the bearer token: {bearer}", file=sys.stderr)
         raise RuntimeError(f"boom with {key}")
     return {"statusCode": 200, "body": json.dumps(event), "cookies": ["a=1; Path=/", "b=2; Path=/"]}
 """
 
 ECHO_TEMPLATE = """
-Parameters:
-  CacheSeconds: {{Type: Number, Default: 300}}
 Resources:
   Api:
     Type: AWS::Serverless::HttpApi
-    Properties:
-      Auth:
-        DefaultAuthorizer: Keys
-        Authorizers:
-          Keys:
-            FunctionArn: !GetAtt AuthorizerFunction.Arn
-            EnableSimpleResponses: true
-            Identity: {{Headers: [SERVICE-API-KEY], ReauthorizeEvery: !Ref CacheSeconds}}
-  AuthorizerFunction:
-    Type: AWS::Serverless::Function
-    Properties: {{CodeUri: {authorizer}, Handler: app.lambda_handler}}
   EchoFunction:
     Type: AWS::Serverless::Function
     Properties:
       CodeUri: echo/
       Handler: app.lambda_handler
       Events:
-        One: {{Type: HttpApi, Properties: {{ApiId: !Ref Api, Method: GET, Path: "/echo/{{id}}"}}}}
+        One: {Type: HttpApi, Properties: {ApiId: !Ref Api, Method: GET, Path: "/echo/{id}"}}
         Item:
           Type: HttpApi
-          Properties: {{ApiId: !Ref Api, Method: POST, Path: "/echo/{{id}}/items/{{item}}"}}
-        Rest: {{Type: HttpApi, Properties: {{ApiId: !Ref Api, Method: ANY, Path: "/echo/{{proxy+}}"}}}}
-        Open:
-          Type: HttpApi
-          Properties: {{ApiId: !Ref Api, Method: GET, Path: /open, Auth: {{Authorizer: NONE}}}}
+          Properties: {ApiId: !Ref Api, Method: POST, Path: "/echo/{id}/items/{item}"}
+        Rest: {Type: HttpApi, Properties: {ApiId: !Ref Api, Method: ANY, Path: "/echo/{proxy+}"}}
 """
 
 
@@ -189,12 +175,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
 
 @pytest.fixture(scope="module")
 def echo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    """A template whose function answers with the event it received, behind the real authorizer."""
+    """A template whose function answers with the event it received."""
     folder = tmp_path_factory.mktemp("echo")
     (folder / "echo").mkdir()
     (folder / "echo" / "app.py").write_text(ECHO_APP)
-    authorizer = REPO / "functions" / "authorizer"
-    (folder / "template.yaml").write_text(ECHO_TEMPLATE.format(authorizer=authorizer))
+    (folder / "template.yaml").write_text(ECHO_TEMPLATE)
     template = str(folder / "template.yaml")
     with serve("--ephemeral", "--template", template, cwd=folder, stderr=folder / "server.log") as process:
         yield process
@@ -256,8 +241,6 @@ def test_a_request_becomes_the_payload_2_0_event_api_gateway_sends() -> None:
     assert match is not None
     route, params = match
     assert route.route_key == "PATCH /console/v1/gates/{id}/rules/{ruleID}"
-    assert route.authorizer is not None and route.authorizer.identity_headers == ("SERVICE-API-KEY",)
-    assert route.authorizer.ttl_seconds == 300
     request = HttpRequest(
         method="PATCH",
         target="/console/v1/gates/my%20gate/rules/r1?tag=a&tag=b&q=x%20y&empty=",
@@ -298,7 +281,7 @@ def test_a_request_becomes_the_payload_2_0_event_api_gateway_sends() -> None:
 
 def test_a_request_without_query_or_body_leaves_those_fields_out() -> None:
     function = Function("Fn", Path("app.py"), "lambda_handler")
-    route = Route("GET", "/things", function, None)
+    route = Route("GET", "/things", function)
     event = build_event(HttpRequest("GET", "/things", [("Host", "h")]), route, {}, request_id="r", now=0)
     assert event["rawQueryString"] == "" and event["isBase64Encoded"] is False
     for absent in ("queryStringParameters", "pathParameters", "body", "cookies"):
@@ -309,10 +292,10 @@ def test_route_selection_prefers_exact_then_parameter_then_greedy() -> None:
     function = Function("Fn", Path("app.py"), "lambda_handler")
     table = RouteTable(
         [
-            Route("ANY", "/a/{proxy+}", function, None),
-            Route("GET", "/a/{id}", function, None),
-            Route("GET", "/a/b", function, None),
-            Route("ANY", "/a/{id}/c", function, None),
+            Route("ANY", "/a/{proxy+}", function),
+            Route("GET", "/a/{id}", function),
+            Route("GET", "/a/b", function),
+            Route("ANY", "/a/{id}/c", function),
         ]
     )
 
@@ -376,10 +359,30 @@ def test_unknown_route_is_404_and_unrouted_method_405_from_the_default_route(ser
         assert response.headers["Allow"] == "GET, POST" and "use one of GET, POST" in body["message"]
 
 
-def test_missing_key_is_401_before_any_function_runs(server: ServeProcess) -> None:
+def test_missing_key_is_a_401_naming_the_header(server: ServeProcess) -> None:
+    """The function answers it (no authorizer answers first with a bare `{"message"}`)."""
     response = get(server, GATES)
-    assert (response.status_code, response.json()) == (401, {"message": "Unauthorized"})
+    assert response.status_code == 401
+    assert response.json() == {
+        "status": 401,
+        "message": "Missing API key: send it in the SERVICE-API-KEY header (a console API key).",
+        "errors": [{"field": "SERVICE-API-KEY", "message": "is required"}],
+    }
     assert response.headers["Content-Type"] == "application/json" and response.headers["Apigw-Requestid"]
+
+
+def test_a_key_sent_as_a_bearer_token_is_a_401_saying_where_it_goes(server: ServeProcess) -> None:
+    for path in (GATES, "/v1/webhooks/event_webhook", "/v1/download_config_specs/x.json"):
+        response = requests.request(
+            "POST" if "webhook" in path else "GET",
+            server.url + path,
+            headers={"Authorization": f"Bearer {server.api_key}"},
+            timeout=30,
+        )
+        body = response.json()
+        assert (response.status_code, body["status"]) == (401, 401), (path, body)
+        assert "goes in the SERVICE-API-KEY header, not Authorization" in body["message"], body
+        assert server.api_key not in response.text
 
 
 def test_unknown_key_is_401_with_the_error_body(server: ServeProcess) -> None:
@@ -434,7 +437,6 @@ def test_query_and_path_parameters_reach_the_function(echo: ServeProcess) -> Non
     assert event["routeKey"] == "GET /echo/{id}" and event["pathParameters"] == {"id": "a b"}
     assert event["rawQueryString"] == "x=1&x=2&y=" and event["queryStringParameters"] == {"x": "1,2", "y": ""}
     assert event["cookies"] == ["c=3"] and event["headers"]["service-api-key"] == echo.api_key
-    assert event["requestContext"]["authorizer"]["lambda"]["keyKind"] == "console"
     assert response.cookies.get("a") == "1" and response.cookies.get("b") == "2"
 
     event = requests.post(
@@ -450,19 +452,39 @@ def test_query_and_path_parameters_reach_the_function(echo: ServeProcess) -> Non
     assert event["routeKey"] == "ANY /echo/{proxy+}" and event["pathParameters"] == {"proxy": "a/b/c"}
 
 
-def test_a_route_without_authorizer_needs_no_key(echo: ServeProcess) -> None:
-    response = get(echo, "/open")
+def test_the_gateway_checks_no_key_the_function_gets_the_request_as_sent(echo: ServeProcess) -> None:
+    response = get(echo, "/echo/x")
     assert response.status_code == 200 and "authorizer" not in response.json()["requestContext"]
 
 
+def test_a_template_with_an_authorizer_is_refused_not_served_without_it(tmp_path: Path) -> None:
+    """API Gateway would answer some requests itself; serving the functions alone would not."""
+    (tmp_path / "echo").mkdir()
+    (tmp_path / "echo" / "app.py").write_text(ECHO_APP)
+    with_authorizer = ECHO_TEMPLATE.replace(
+        "    Type: AWS::Serverless::HttpApi\n",
+        "    Type: AWS::Serverless::HttpApi\n    Properties: {Auth: {DefaultAuthorizer: Keys}}\n",
+    )
+    (tmp_path / "template.yaml").write_text(with_authorizer)
+    with pytest.raises(TemplateError, match="Api declares Auth: the local server runs no authorizer"):
+        load_api(tmp_path / "template.yaml")
+    on_a_route = ECHO_TEMPLATE.replace('Path: "/echo/{id}"}', 'Path: "/echo/{id}", Auth: {Authorizer: NONE}}')
+    (tmp_path / "template.yaml").write_text(on_a_route)
+    with pytest.raises(TemplateError, match=r"EchoFunction\.One declares Auth"):
+        load_api(tmp_path / "template.yaml")
+
+
 def test_a_failing_function_is_500_and_its_log_never_shows_the_key(echo: ServeProcess) -> None:
-    response = get(echo, "/echo/boom", key=echo.api_key)
+    bearer = "console-sent-as-a-bearer-token-0123456789"
+    headers = {"SERVICE-API-KEY": echo.api_key, "Authorization": f"Bearer {bearer}"}
+    response = requests.get(echo.url + "/echo/boom", headers=headers, timeout=30)
     assert (response.status_code, response.json()) == (500, {"message": "Internal Server Error"})
     log = log_of(echo, waiting_for="GET /echo/boom 500")
     assert "RuntimeError: boom with ***" in log and "GET /echo/boom 500" in log
     # What the handler prints, on stdout or stderr, is in the server's log (stderr), key masked.
     assert "printed on stdout: ***" in log and "printed on stderr: ***" in log
-    assert echo.api_key not in log
+    assert "the bearer token: ***" in log  # a key sent in Authorization is masked too
+    assert echo.api_key not in log and bearer not in log
     assert get(echo, "/echo/ok", key=echo.api_key).status_code == 200
 
 

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from expconsole import observability
+from expconsole.services import keys
 from expconsole.store import s3
 from tests.conftest import LAMBDA_CONTEXT, Caller, http_event, load_function
 
@@ -146,7 +147,7 @@ def test_log_lines_carry_the_request_id_and_never_the_key(
     aws: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     s3.create_bucket()
-    key = "secret-0123456789abcdefghijklmnopqrstuv"
+    key, _ = keys.create_key("server", key="secret-0123456789abcdefghijklmnopqrstuv")
     event = http_event(
         "POST",
         INGEST,

@@ -15,8 +15,9 @@ the one restart_as_new created, started by the start example. The one change mad
 rule's `id`, which the service draws at random, becomes the id of the stored rule of the same name.
 
 The document is the one the docs function serves (time fields set from the clock, as a user gets
-it at /docs), and each example is checked against its body's schema there before it is sent. The test fails when an operation with a request body is not sent: a new route gets
-its example on its model (tests/unit/test_openapi.py checks there is one) and its place here.
+it at /docs), and each example is checked against its body's schema there before it is sent. The
+test fails when an operation with a request body is not sent: a new route gets its example on its
+model (tests/unit/test_openapi.py checks there is one) and its place here.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 the evaluation endpoints, and the gate-check counters they feed.
 
 Entities are created through the console handlers, the spec document is built by the specs
-function (what the table's stream invokes), and the SDK routes are called as API Gateway would
-call them after our authorizer (a server key). The real SDKs are exercised in tests/e2e.
+function (what the table's stream invokes), and the SDK routes are called as API Gateway calls
+them, with the test store's server secret (the function checks it). The real SDKs are exercised
+in tests/e2e.
 """
 
 from __future__ import annotations
@@ -331,21 +332,20 @@ def test_sdk_routes_refuse_console_keys(api: dict[str, Caller]) -> None:
         assert response["statusCode"] == 401, (path, response)
 
 
-def test_the_authorizer_reads_the_statsig_header(aws: None) -> None:
-    authorizer = load_function("authorizer")
-    server, record = keys.create_key("server")
+def test_sdk_routes_read_the_key_from_either_header(api: dict[str, Caller]) -> None:
+    server, _ = keys.create_key("server")
     console, _ = keys.create_key("console")
-    for name in ("STATSIG-API-KEY", "statsig-api-key"):
-        answer = authorizer.lambda_handler({"type": "REQUEST", "headers": {name: server}}, LAMBDA_CONTEXT)
-        assert answer["context"] == {"keyKind": "server", "keyId": record["keyId"]}
-    answer = authorizer.lambda_handler(
-        {"type": "REQUEST", "headers": {"statsig-api-key": console}}, LAMBDA_CONTEXT
-    )
-    assert answer["context"]["keyKind"] == "console"
-    answer = authorizer.lambda_handler(
-        {"type": "REQUEST", "headers": {"statsig-api-key": "secret-nope"}}, LAMBDA_CONTEXT
-    )
-    assert answer["context"]["keyKind"] == "unknown"
+
+    def status_with(headers: dict[str, str]) -> int:
+        event = http_event("POST", "/v1/log_event", {"events": []}, key_kind=None, headers=headers)
+        return int(load_function("sdk").lambda_handler(event, LAMBDA_CONTEXT)["statusCode"])
+
+    for name in ("STATSIG-API-KEY", "statsig-api-key", "SERVICE-API-KEY"):
+        assert status_with({name: server}) == 202, name
+    assert status_with({"statsig-api-key": console}) == 403
+    assert status_with({"statsig-api-key": "secret-nope"}) == 401
+    # SERVICE-API-KEY wins when both are sent, as before.
+    assert status_with({"service-api-key": server, "statsig-api-key": "secret-nope"}) == 202
 
 
 # --- downloads -------------------------------------------------------------------------------------

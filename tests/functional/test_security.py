@@ -1,8 +1,8 @@
 """Security pass on the handlers (moto): keys never logged, keys stored and compared as hashes,
 request size limits, and error bodies that give nothing of the implementation away.
 
-Requests go through the real authorizer where a key matters: `call()` runs it on the request's
-SERVICE-API-KEY header and hands its verdict to the function, as API Gateway does.
+Requests carry real keys where a key matters: `call()` sends the request's SERVICE-API-KEY header
+to the function, which resolves it itself, as in AWS.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from expconsole import aws as aws_clients
 from expconsole.models.events import MAX_BODY_BYTES, MAX_EVENTS
 from expconsole.services import gates, keys
 from expconsole.store import s3
-from tests.conftest import LAMBDA_CONTEXT, http_event, load_function
+from tests.conftest import LAMBDA_CONTEXT, TEST_KEYS, http_event, load_function
 
 GATES = "/console/v1/gates"
 INGEST = "/v1/webhooks/event_webhook"
@@ -77,16 +77,9 @@ def an_event(**extra: Any) -> dict[str, Any]:
     return {"event": "purchase", "user": {"userID": "u1"}, "timestamp": now_ms(), "metadata": {}, **extra}
 
 
-def authorize(key: str) -> dict[str, Any]:
-    """The authorizer's verdict on a key, from the REQUEST event API Gateway sends it."""
-    event = {
-        "version": "2.0",
-        "type": "REQUEST",
-        "routeArn": "arn:aws:execute-api:us-east-1:123456789012:api/$default/GET/console/v1/gates",
-        "identitySource": [key],
-        "headers": {"service-api-key": key},
-    }
-    return load_function("authorizer").lambda_handler(event, LAMBDA_CONTEXT)
+def resolve(key: str) -> keys.ActiveKey | None:
+    """What a function's key check makes of a key, in a sandbox that has not looked it up yet."""
+    return keys.KeyCache(60).resolve(key)
 
 
 def call(
@@ -99,19 +92,16 @@ def call(
     query: str = "",
     headers: dict[str, str] | None = None,
 ) -> tuple[int, dict[str, Any], str]:
-    """(status, JSON body, raw body) of a request carrying `key`, through the real authorizer."""
+    """(status, JSON body, raw body) of a request carrying `key` (None: no key header)."""
     event = http_event(method, path, body, query=query, key_kind=None, headers=headers)
     if key is not None:
         event["headers"]["service-api-key"] = key
-        verdict = authorize(key)
-        assert verdict["isAuthorized"] is True
-        event["requestContext"]["authorizer"] = {"lambda": verdict["context"]}
     response = load_function(function).lambda_handler(event, LAMBDA_CONTEXT)
     return response["statusCode"], json.loads(response["body"]), response["body"]
 
 
 def direct(function: str, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
-    """A request as the authorizer passed it on (kind given), without a real key."""
+    """A request presenting the test store's key of a kind (tests/conftest.py http_event)."""
     response = load_function(function).lambda_handler(
         http_event(method, path, body, **kwargs), LAMBDA_CONTEXT
     )
@@ -279,8 +269,8 @@ def dynamodb_calls(aws: None) -> list[tuple[str, str]]:
 
 def test_a_plain_key_never_reaches_dynamodb(dynamodb_calls: list[tuple[str, str]]) -> None:
     plain, record = keys.create_key("console", "ci")
-    assert authorize(plain)["context"]["keyKind"] == "console"
-    assert authorize(plain + "x")["context"]["keyKind"] == "unknown"
+    assert resolve(plain) == keys.ActiveKey(key_id=record["keyId"], kind="console")
+    assert resolve(plain + "x") is None
     keys.list_keys()
     assert keys.deactivate(record["keyId"])
     assert dynamodb_calls, "the store was used"
@@ -288,7 +278,7 @@ def test_a_plain_key_never_reaches_dynamodb(dynamodb_calls: list[tuple[str, str]
     assert any(sha256(plain) in params for _, params in dynamodb_calls)
 
     items = aws_clients.client("dynamodb").scan(TableName=TABLE_NAME)["Items"]
-    [item] = [i for i in items if i["PK"]["S"].startswith("KEY#")]
+    [item] = [i for i in items if i["PK"]["S"] == f"KEY#{sha256(plain)}"]
     assert item["PK"]["S"] == f"KEY#{sha256(plain)}"
     assert plain not in json.dumps(items)
     assert json.loads(item["doc"]["S"])["keyHash"] == sha256(plain)
@@ -299,7 +289,7 @@ def test_a_presented_key_is_one_lookup_by_its_hash(dynamodb_calls: list[tuple[st
     plain, _ = keys.create_key("server")
     for presented in (plain, "secret-" + secrets.token_urlsafe(32), plain[:-1]):
         dynamodb_calls.clear()
-        authorize(presented)
+        resolve(presented)
         assert [op for op, _ in dynamodb_calls] == ["GetItem"]
         key = json.loads(dynamodb_calls[0][1])["Key"]
         assert key == {"PK": {"S": f"KEY#{sha256(presented)}"}, "SK": {"S": "KEY"}}
@@ -320,7 +310,7 @@ def test_the_stored_hash_is_compared_with_compare_digest(aws: None, monkeypatch:
     monkeypatch.setattr(secrets, "compare_digest", spy)
     monkeypatch.setattr(auth, "compare_digest", spy, raising=False)
     plain, record = keys.create_key("console")
-    assert authorize(plain)["context"] == {"keyKind": "console", "keyId": record["keyId"]}
+    assert resolve(plain) == keys.ActiveKey(key_id=record["keyId"], kind="console")
     expected = sha256(plain)
     assert [(_text(a), _text(b), r) for a, b, r in compared] == [(expected, expected, True)]
 
@@ -524,6 +514,7 @@ def test_an_ingestion_storage_failure_is_a_503_without_internals(
     bucket: None, service: str, error: str
 ) -> None:
     """S3 failing stores nothing; DynamoDB failing leaves the counters: both a 503 saying to retry."""
+    assert keys.cache().resolve(TEST_KEYS["server"])  # a warm sandbox: the key is read before the fault
     failing_calls(
         service, client_error("PutObject") if error == "ClientError" else RuntimeError(INTERNAL_DETAIL)
     )

@@ -15,9 +15,14 @@ import pytest
 
 from expconsole_tools.local.artifact import function_sizes
 from expconsole_tools.local.process import ServeProcess
-from expconsole_tools.local.template import load_functions
+from expconsole_tools.local.template import load_functions, read_template
 from tests.e2e.client import ApiClient
 from tests.e2e.conftest import REPO
+from tests.unit.test_template_security import (
+    functions_that_cannot_read_keys,
+    gateway_authorizers,
+    keyed_functions,
+)
 
 LIMIT_MIB = 230
 MIB = 1024 * 1024
@@ -78,6 +83,16 @@ def test_functions_ship_their_bytecode(build_dir: Path) -> None:
             if not (source.parent / "__pycache__" / f"{source.stem}.cpython-312.pyc").is_file()
         ]
         assert not missing, f"{name}: no bytecode for {missing}"
+
+
+def test_the_built_api_runs_no_authorizer_and_every_keyed_function_can_read_keys(build_dir: Path) -> None:
+    """The template `sam deploy` ships: API Gateway has no authorizer, so no route can be answered
+    with its bare `401 {"message": "Unauthorized"}` before the function names the header, and every
+    function that checks keys may read the key item (`dynamodb:GetItem` on the table)."""
+    built = read_template(build_dir / "template.yaml")
+    assert gateway_authorizers(built) == []
+    assert keyed_functions(built) == keyed_functions(read_template(REPO / "template.yaml"))
+    assert not functions_that_cannot_read_keys(built)
 
 
 TOOLING = ("cli", "local", "convert", "importer", "openapi")

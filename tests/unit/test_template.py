@@ -45,8 +45,8 @@ DUMMY_AWS_ENV = {
 }
 
 Route = tuple[str, str]
-# The web console's static files: the only routes without the key authorizer. The pages hold no
-# data (they call the API with the user's key), and the function's role may touch nothing.
+# The web console's static files: the only routes that check no key. The pages hold no data
+# (they call the API with the user's key), and the function's role may touch nothing.
 PUBLIC_FUNCTION = "WebFunction"
 PUBLIC_ROUTES = {("GET", "/"), ("GET", "/ui/{path+}")}
 
@@ -293,27 +293,12 @@ def test_buckets_block_public_access_and_are_encrypted() -> None:
         assert algorithms and algorithms <= {"AES256", "aws:kms", "aws:kms:dsse"}, name
 
 
-def test_api_authorizes_every_route_on_the_key_header() -> None:
-    api_name, api = _api()
-    auth = api["Auth"]
-    default = auth["DefaultAuthorizer"]
-    assert API_KEY_HEADER in auth["Authorizers"][default]["Identity"]["Headers"]
-    # The SDK protocol takes its key in STATSIG-API-KEY or SERVICE-API-KEY: its authorizer has no
-    # identity source (API Gateway would refuse a request without it) and so caches no verdict.
-    sdk = auth["Authorizers"]["SdkKeyAuthorizer"]
-    assert sdk["FunctionArn"] == auth["Authorizers"][default]["FunctionArn"]
-    assert sdk["Identity"] == {"ReauthorizeEvery": 0}
+def test_every_route_is_on_the_one_api_and_only_the_keyless_functions_have_no_data_access() -> None:
+    """Keys are checked in the functions (tests/unit/test_template_security.py: no authorizer)."""
+    api_name, _ = _api()
     for function, props in _functions().items():
         for event, event_props in _http_events(props).items():
             assert event_props.get("ApiId") == {"Ref": api_name}, f"{function}.{event} is not on {api_name}"
-            authorizer = (event_props.get("Auth") or {}).get("Authorizer", default)
-            if function == PUBLIC_FUNCTION:
-                assert authorizer == "NONE", f"{function}.{event}: the console's files are public"
-                continue
-            if function == KEYLESS_FUNCTION:
-                continue
-            wanted = "SdkKeyAuthorizer" if function == "SdkFunction" else default
-            assert authorizer == wanted, f"{function}.{event} uses {authorizer}, not {wanted}"
     # The one function without a key (docs, openapi.json, health, $default) can touch no data.
     keyless = _functions()[KEYLESS_FUNCTION]
     assert not keyless.get("Policies") and not keyless.get("Environment"), keyless
@@ -373,6 +358,52 @@ def test_resolver_routes_equal_template_routes(logical_id: str, monkeypatch: pyt
     assert not in_template - declared, f"routes the resolver lacks: {sorted(in_template - declared)}"
 
 
+def _a_request_path(route_path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "x", route_path)
+
+
+@pytest.mark.parametrize("logical_id", _route_function_ids())
+@pytest.mark.parametrize(
+    ("headers", "said"),
+    [
+        ({}, "Missing API key: send it in the SERVICE-API-KEY"),
+        (
+            {"authorization": "Bearer console-sample-key-for-sam-local-invoke-not-a-real-key"},
+            "not Authorization",
+        ),
+    ],
+    ids=["no-key", "bearer"],
+)
+def test_every_route_answers_a_request_without_the_key_header_with_a_401_naming_it(
+    logical_id: str, headers: dict[str, str], said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each keyed function checks the key itself, before its route: API Gateway has no authorizer
+    to answer first with its bare `{"message": "Unauthorized"}` (no storage is read for this)."""
+    for key, value in DUMMY_AWS_ENV.items():
+        monkeypatch.setenv(key, value)
+    handler = _load_function(_code_dir(_functions()[logical_id])).lambda_handler
+    for method, path in _routes(_functions()[logical_id]):
+        event = {
+            "version": "2.0",
+            "routeKey": f"{method} {path}",
+            "rawPath": _a_request_path(path),
+            "rawQueryString": "",
+            "headers": {"host": "h", "content-type": "application/json", **headers},
+            "requestContext": {
+                "http": {"method": method, "path": _a_request_path(path), "sourceIp": "1.2.3.4"},
+                "requestId": "r",
+                "routeKey": f"{method} {path}",
+                "stage": "$default",
+            },
+            "isBase64Encoded": False,
+        }
+        response = handler(event, LAMBDA_CONTEXT)
+        body = json.loads(response["body"])
+        assert (response["statusCode"], body["status"]) == (401, 401), (method, path, body)
+        assert said in body["message"] and "SERVICE-API-KEY" in body["message"], body
+        assert body["errors"][0]["field"] == API_KEY_HEADER, body
+
+
 # --- sample events --------------------------------------------------------------------------
 
 
@@ -388,12 +419,6 @@ def _http_event_files() -> list[Path]:
         for path in _event_files()
         if not _is_stream(event := json.loads(path.read_text())) and not _is_eventbridge(event)
     ]
-
-
-def _authorizer_function() -> str:
-    _, api = _api()
-    auth = api["Auth"]
-    return auth["Authorizers"][auth["DefaultAuthorizer"]]["FunctionArn"]["Fn::GetAtt"][0]
 
 
 def _is_stream(event: dict[str, Any]) -> bool:
@@ -424,10 +449,8 @@ def _eventbridge_functions(event: dict[str, Any]) -> list[str]:
 
 
 def _function_for(event: dict[str, Any]) -> str:
-    """The function an event is for: the authorizer, the one whose route matches routeKey, or
-    the one whose EventBridge rule matches the event."""
-    if event.get("type") == "REQUEST":
-        return _authorizer_function()
+    """The function an event is for: the one whose route matches routeKey, or the one whose
+    EventBridge rule (or table stream) invokes it."""
     if _is_stream(event):
         owners = [
             n
@@ -460,19 +483,15 @@ def test_sample_event_is_http_api_v2(path: Path) -> None:
     assert event["rawPath"] == http["path"]
     assert event["routeKey"] == event["requestContext"]["routeKey"]
     assert event["routeKey"].split(" ", 1)[0] == http["method"]
+    # No authorizer runs (template.yaml has none): API Gateway adds no authorizer context.
+    assert "authorizer" not in event["requestContext"]
     if _function_for(event) == KEYLESS_FUNCTION:
-        assert API_KEY_HEADER.lower() not in event["headers"] and "authorizer" not in event["requestContext"]
+        assert API_KEY_HEADER.lower() not in event["headers"]
         return
     if tuple(event["routeKey"].split(" ", 1)) in PUBLIC_ROUTES:
-        assert "authorizer" not in event["requestContext"]  # no authorizer runs before a public route
         return
-    assert event["headers"][API_KEY_HEADER.lower()]
-    if event.get("type") == "REQUEST":
-        assert event["identitySource"] == [event["headers"][API_KEY_HEADER.lower()]]
-        assert event["routeArn"].endswith(f"/{http['method']}{http['path']}")
-    else:
-        assert event["isBase64Encoded"] is False
-        assert event["requestContext"]["authorizer"]["lambda"]["keyKind"] in ("console", "server")
+    assert event["headers"][API_KEY_HEADER.lower()].startswith(("console-", "secret-"))
+    assert event["isBase64Encoded"] is False
     routes = {route for props in _functions().values() for route in _routes(props)}
     assert tuple(event["routeKey"].split(" ", 1)) in routes, f"{event['routeKey']!r} is not in template.yaml"
 
@@ -490,12 +509,14 @@ def table(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         monkeypatch.delenv(key, raising=False)
     with mock_aws():
         aws.reset()
+        keys.reset_cache()
         try:
             dynamo.create_table()
             aws.client("s3").create_bucket(Bucket="expconsole-test-events")
             yield
         finally:
             aws.reset()
+            keys.reset_cache()
 
 
 def _put_imported_file(event: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -518,11 +539,9 @@ def test_sample_event_invokes_its_function(path: Path, table: None, monkeypatch:
     code_dir = _code_dir(_functions()[logical_id])
     assert (code_dir / "app.py").is_file(), f"CodeUri {code_dir.relative_to(ROOT)} has no app.py"
     handler = _load_function(code_dir).lambda_handler
-    if logical_id == _authorizer_function():
-        _, record = keys.create_key("console", key=event["identitySource"][0])
-        verdict = handler(event, LAMBDA_CONTEXT)
-        assert verdict == {"isAuthorized": True, "context": {"keyKind": "console", "keyId": record["keyId"]}}
-        return
+    presented = (event.get("headers") or {}).get(API_KEY_HEADER.lower())
+    if presented:  # the sample's key, registered as `expconsole keys create --key` would
+        keys.create_key("console" if presented.startswith("console-") else "server", key=presented)
     if _is_eventbridge(event) and event["source"] == "aws.s3":
         _put_imported_file(event, monkeypatch)
         summary = handler(event, LAMBDA_CONTEXT)
@@ -541,6 +560,8 @@ def test_sample_event_invokes_its_function(path: Path, table: None, monkeypatch:
         documents.rebuild()  # what the stream's first invocation does after a deploy
     response = handler(event, LAMBDA_CONTEXT)
     assert response["statusCode"] < 500, response
+    if presented:
+        assert response["statusCode"] not in (401, 403), response  # the sample's key is the right kind
 
 
 # --- operations: logs, alarms, failed asynchronous loads, deploy configuration --------------------

@@ -3,9 +3,9 @@
 `sam validate --lint` (tests/unit/test_template.py) runs cfn-lint's default rules: they check
 that policies are well-formed, not that they are narrow. These checks are the security side:
 the bucket and the table are encrypted and private, nothing grants a wildcard principal, every
-function's policy names only this stack's table and bucket with explicit actions, every route
-goes through the key authorizer (no function URL or second API around it), and the
-authorizer can read key items and nothing else.
+function's policy names only this stack's table and bucket with explicit actions, every route is
+on the one HTTP API (no function URL or second API around it), and that API has no authorizer:
+each keyed function checks the key itself (expconsole.api.auth), so its role must read key items.
 """
 
 from __future__ import annotations
@@ -28,8 +28,12 @@ BUCKET = "EventsBucket"
 S3_BUCKET_ACTIONS = {"s3:ListBucket", "s3:GetBucketLocation", "s3:ListBucketMultipartUploads"}
 ACTION = re.compile(r"^[a-z0-9-]+:[A-Za-z0-9]+$")  # service:Action, no wildcard
 SECRET_NAME = re.compile(r"API_?KEY|SECRET|PASSWORD|TOKEN|CREDENTIAL", re.IGNORECASE)
-# Resource types that would put an HTTP endpoint in front of a function without the authorizer.
+# Resource types that would put a second HTTP endpoint in front of a function.
 BYPASS_TYPES = ("AWS::Lambda::Url", "AWS::Serverless::Api", "AWS::ApiGateway::", "AWS::ApiGatewayV2::")
+
+# The functions that check no key: the docs ($default, /docs, /openapi.json, /health) and the web
+# console's static files. Every other function with a route checks the key itself.
+KEYLESS_FUNCTIONS = {"DocsFunction", "WebFunction"}
 
 TEMPLATE_DOC: dict[str, Any] = read_template(TEMPLATE)
 RESOURCES: dict[str, dict[str, Any]] = TEMPLATE_DOC["Resources"]
@@ -97,6 +101,63 @@ def _resource_policies() -> list[tuple[str, dict[str, Any]]]:
         if res["Type"] == "AWS::Lambda::Permission":
             out.append((name, {"Effect": "Allow", "Principal": props.get("Principal")}))
     return out
+
+
+def _http_routes(props: dict[str, Any]) -> list[str]:
+    return [name for name, event in (props.get("Events") or {}).items() if event.get("Type") == "HttpApi"]
+
+
+def gateway_authorizers(document: dict[str, Any]) -> list[str]:
+    """Every place a template (source or built) has API Gateway authorize a request itself: an
+    API's Auth (authorizers, a default one), a route's Auth, or an authorizer resource."""
+    found = []
+    for name, res in document["Resources"].items():
+        props = res.get("Properties") or {}
+        if res["Type"] == "AWS::ApiGatewayV2::Authorizer":
+            found.append(name)
+        if res["Type"] == "AWS::Serverless::HttpApi" and props.get("Auth"):
+            found.append(f"{name}.Auth")
+        if res["Type"] == "AWS::Serverless::Function":
+            for route in _http_routes(props):
+                if (props["Events"][route].get("Properties") or {}).get("Auth"):
+                    found.append(f"{name}.{route}.Auth")
+    return found
+
+
+def keyed_functions(document: dict[str, Any]) -> set[str]:
+    """The functions with an HTTP route that check its key (all but KEYLESS_FUNCTIONS)."""
+    return {
+        name
+        for name, res in document["Resources"].items()
+        if res["Type"] == "AWS::Serverless::Function"
+        and _http_routes(res.get("Properties") or {})
+        and name not in KEYLESS_FUNCTIONS
+    }
+
+
+def _is_table_arn(resource: Any) -> bool:
+    """`!GetAtt Table.Arn`, in short or long form (a built template may write either)."""
+    target = resource.get("Fn::GetAtt") if isinstance(resource, dict) else None
+    return (target.split(".") if isinstance(target, str) else target) == [TABLE, "Arn"]
+
+
+def functions_that_cannot_read_keys(document: dict[str, Any]) -> list[str]:
+    """Keyed functions whose policy lacks `dynamodb:GetItem` on the table (the key item is
+    `KEY#<hash>` in it): their every request would be a 500 in AWS, never locally."""
+    missing = []
+    for name in sorted(keyed_functions(document)):
+        policies = document["Resources"][name]["Properties"].get("Policies") or []
+        allowed = any(
+            statement.get("Effect") == "Allow"
+            and "dynamodb:GetItem" in _as_list(statement.get("Action", []))
+            and any(_is_table_arn(r) for r in _as_list(statement.get("Resource")))
+            for policy in policies
+            if isinstance(policy, dict)
+            for statement in _as_list(policy.get("Statement", []))
+        )
+        if not allowed:
+            missing.append(name)
+    return missing
 
 
 # --- the events bucket and the table ------------------------------------------------------
@@ -184,27 +245,30 @@ def test_function_policy_names_explicit_actions_on_this_stacks_resources(functio
                     )
 
 
-def test_authorizer_can_only_read_key_items() -> None:
-    api = next(iter(_of_type("AWS::Serverless::HttpApi").values()))["Properties"]
-    authorizers = api["Auth"]["Authorizers"]
-    names = {spec["FunctionArn"]["Fn::GetAtt"][0] for spec in authorizers.values()}
-    assert len(names) == 1, names
-    statements = _statements(names.pop())
-    assert [(s["Effect"], _actions(s), _as_list(s["Resource"])) for s in statements] == [
-        ("Allow", ["dynamodb:GetItem"], [{"Fn::GetAtt": [TABLE, "Arn"]}])
-    ]
+def test_every_function_that_checks_keys_can_read_key_items() -> None:
+    assert not functions_that_cannot_read_keys(TEMPLATE_DOC)
+    assert len(keyed_functions(TEMPLATE_DOC)) > 10  # the check above looked at the real functions
 
 
 # --- the API -------------------------------------------------------------------------------
 
 
-def test_no_endpoint_reaches_a_function_around_the_key_authorizer() -> None:
+def test_api_gateway_runs_no_authorizer_so_no_route_gets_its_bare_401() -> None:
+    """An HTTP API with a Lambda authorizer keyed on SERVICE-API-KEY answers a request without the
+    header with `401 {"message": "Unauthorized"}` and invokes nothing: the client never learns
+    which header to send. With none, every request reaches its function, which names it."""
+    assert gateway_authorizers(TEMPLATE_DOC) == []
+    routed = {n for n, p in _functions().items() if _http_routes(p)}
+    assert routed == keyed_functions(TEMPLATE_DOC) | KEYLESS_FUNCTIONS
+
+
+def test_no_endpoint_reaches_a_function_around_the_api() -> None:
     bypass = [name for name, res in RESOURCES.items() if res["Type"].startswith(BYPASS_TYPES)]
     assert not bypass, f"resources exposing functions outside the HttpApi: {bypass}"
     for function, props in _functions().items():
-        assert "FunctionUrlConfig" not in props, f"{function} has a function URL (no authorizer)"
+        assert "FunctionUrlConfig" not in props, f"{function} has a function URL"
         for name, event in (props.get("Events") or {}).items():
-            assert event["Type"] != "Api", f"{function}.{name} is a REST API route (no authorizer)"
+            assert event["Type"] != "Api", f"{function}.{name} is a REST API route"
     api = next(iter(_of_type("AWS::Serverless::HttpApi").values()))["Properties"]
     assert not api.get("DefinitionBody") and not api.get("DefinitionUri"), "routes come from functions only"
 

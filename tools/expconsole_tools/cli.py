@@ -137,8 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     deactivate = key_commands.add_parser(
         "deactivate",
         help="deactivate a key by its id (see keys list)",
-        description="Deactivate a key: it is refused from then on (in AWS, once the authorizer's cached "
-        "verdict expires: AuthorizerCacheSeconds, 300 s by default).",
+        description="Deactivate a key: it is refused from then on (a function's sandbox that looked it up "
+        "keeps it for KeyCacheSeconds, 60 s by default, locally as in AWS).",
     )
     deactivate.add_argument("key_id", metavar="KEY_ID", help="the key's id, as `keys list` shows it")
     _backend_arguments(deactivate)

@@ -1,7 +1,8 @@
 """Who is calling and where from, for the duration of one request.
 
-The handler wrapper sets it from the authorizer's context; services read it for creator and
-modifier bookkeeping and for permalinks, so their signatures stay about the domain.
+The handler wrapper sets it from the key the request presented (expconsole.api.auth); services
+read it for creator and modifier bookkeeping and for permalinks, so their signatures stay about
+the domain.
 """
 
 from __future__ import annotations

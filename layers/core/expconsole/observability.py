@@ -53,8 +53,8 @@ def instrument(handler: Handler, *, http: bool = True, with_metrics: bool = True
     """The handler with the context on its log lines, a trace segment and its metrics flushed.
 
     `http`: the events are API Gateway HTTP API requests (their request id correlates the logs).
-    `with_metrics`: False for a function whose every invocation API Gateway already counts (the
-    authorizer), where a metrics line per call would only cost log volume."""
+    `with_metrics`: False for a function whose invocations are not API requests worth counting
+    (the static files, the spec builds), where a metrics line per call would only cost log volume."""
     path = correlation_paths.API_GATEWAY_HTTP if http else None
     wrapped = logger.inject_lambda_context(handler, correlation_id_path=path, clear_state=True)
     wrapped = tracer.capture_lambda_handler(wrapped, capture_response=False)

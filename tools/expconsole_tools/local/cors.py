@@ -1,7 +1,7 @@
 """CORS as API Gateway answers it for the API's `CorsConfiguration` (template.yaml), locally.
 
 API Gateway answers a preflight (`OPTIONS` with `Origin` and `Access-Control-Request-Method`)
-itself, before routes and the authorizer, and adds `Access-Control-Allow-Origin` to the answers
+itself, before routes and functions, and adds `Access-Control-Allow-Origin` to the answers
 for an allowed origin. In the account the allowed origins are the stack parameter
 `AllowedOrigins`; the local server allows its own origin and `localhost` (any port), which is
 where a browser on the laptop runs a console or a notebook. Headers and methods mirror

@@ -1,5 +1,5 @@
 """API Gateway (HTTP API) and Lambda as the local server plays them: routes, payload-2.0 events,
-the authorizer, and sandboxes that run the functions.
+and sandboxes that run the functions (which check keys themselves, as in AWS).
 
 The functions are the deployed ones. Each runs in sandboxes as on Lambda (`Functions`, and
 sandbox.py for the worker side): worker processes that import the function once and serve one
@@ -36,11 +36,10 @@ from expconsole_tools.local.sandbox import (
     ACCOUNT_ID,
     BOOTSTRAP,
     BUILT_BOOTSTRAP,
-    REGION,
     read_message,
     write_message,
 )
-from expconsole_tools.local.template import DEFAULT_ROUTE, Api, Authorizer, Function, Route, module_name
+from expconsole_tools.local.template import DEFAULT_ROUTE, Api, Function, Route, module_name
 
 API_ID = "local"
 MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -220,17 +219,6 @@ def build_event(
         event["pathParameters"] = path_parameters
     event["isBase64Encoded"] = encoded
     return event
-
-
-def authorizer_event(event: dict[str, Any], route: Route, identity: list[str]) -> dict[str, Any]:
-    """The payload-2.0 REQUEST authorizer event: the request without its body, plus identity."""
-    out = {k: v for k, v in event.items() if k not in ("body", "isBase64Encoded")}
-    out["type"] = "REQUEST"
-    out["routeArn"] = (
-        f"arn:aws:execute-api:{REGION}:{ACCOUNT_ID}:{API_ID}/$default/{route.method}{route.path}"
-    )
-    out["identitySource"] = identity
-    return out
 
 
 def to_http_response(result: Any) -> HttpResponse:
@@ -591,27 +579,6 @@ class Functions:
             sandbox.stop()
 
 
-class _Verdicts:
-    """The authorizer's answers per identity, kept for ReauthorizeEvery seconds as API Gateway does."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[tuple[str, tuple[str, ...]], tuple[float, dict[str, Any] | None]] = {}
-
-    def get(self, key: tuple[str, tuple[str, ...]]) -> tuple[bool, dict[str, Any] | None]:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry[0] <= time.monotonic():
-                return False, None
-            return True, entry[1]
-
-    def put(self, key: tuple[str, tuple[str, ...]], context: dict[str, Any] | None, ttl: int) -> None:
-        now = time.monotonic()
-        with self._lock:
-            self._entries = {k: v for k, v in self._entries.items() if v[0] > now}
-            self._entries[key] = (now + ttl, context)
-
-
 class StreamEmulator:
     """The table's DynamoDB stream, as the stream consumers see it: after writes, one invocation.
 
@@ -663,22 +630,28 @@ class StreamEmulator:
         self._changed.set()
 
 
-# Key headers are masked in the sandboxes' logs, whichever authorizer (if any) reads them.
-KEY_HEADERS = ("service-api-key", "statsig-api-key")
+# Headers that may carry an API key (Authorization too: a key sent there by mistake, as a Bearer
+# token, is refused but must not reach the logs): their values are masked in the sandboxes' logs.
+KEY_HEADERS = ("service-api-key", "statsig-api-key", "authorization")
+
+
+def key_values(headers: dict[str, str]) -> list[str]:
+    """What to mask for a request: each key header's value, and an Authorization value's
+    credentials without their scheme (`Bearer <key>`: the key alone may be logged)."""
+    found: list[str] = []
+    for name in KEY_HEADERS:
+        value = headers.get(name, "")
+        credentials = value.partition(" ")[2].strip()
+        found.extend(v for v in (value, credentials) if v)
+    return found
 
 
 class Gateway:
-    """Routes a request, runs the authorizer, invokes the function and shapes its response."""
+    """Routes a request, invokes the function and shapes its response."""
 
     def __init__(self, api: Api, functions: Functions | None = None) -> None:
         self.routes = RouteTable(api.routes)
         self.functions = functions or Functions()
-        self._verdicts = _Verdicts()
-        # The identity headers carry API keys: their values are masked in the sandboxes' logs.
-        authorizers = {route.authorizer for route in api.routes if route.authorizer}
-        self._secret_headers = sorted(
-            {name.lower() for a in authorizers for name in a.identity_headers} | set(KEY_HEADERS)
-        )
         self.stream = StreamEmulator(self.functions, api.stream_functions)
 
     def handle(self, request: HttpRequest) -> HttpResponse:
@@ -706,38 +679,7 @@ class Gateway:
             return gateway_error(404, "Not Found")
         route, path_parameters = match
         event = build_event(request, route, path_parameters, request_id=request_id, now=time.time())
-        secrets = [event["headers"][name] for name in self._secret_headers if event["headers"].get(name)]
-        denied = self._authorize(route, route.authorizer, event, secrets) if route.authorizer else None
-        return denied or self._invoke(route, event, secrets)
-
-    def _authorize(
-        self, route: Route, authorizer: Authorizer, event: dict[str, Any], secrets: list[str]
-    ) -> HttpResponse | None:
-        """None when the request may proceed (with the authorizer's context in the event)."""
-        identity = [event["headers"].get(name.lower(), "") for name in authorizer.identity_headers]
-        if not all(identity):
-            return gateway_error(401, "Unauthorized")
-        key = (authorizer.function.logical_id, tuple(identity))
-        cached, context = self._verdicts.get(key)
-        if not cached:
-            what = f"authorizer {authorizer.function.logical_id} failed for {route.route_key}"
-            try:
-                verdict = self.functions.invoke(
-                    authorizer.function, authorizer_event(event, route, identity), redact=secrets
-                )
-            except InvocationError as exc:
-                _log_failure(what, exc)
-                return gateway_error(exc.status, exc.message)
-            if not isinstance(verdict, dict) or not isinstance(verdict.get("isAuthorized"), bool):
-                _log_failure(f"{what}: it answered {type(verdict).__name__} without isAuthorized")
-                return gateway_error(500, "Internal Server Error")
-            context = (verdict.get("context") or {}) if verdict["isAuthorized"] else None
-            if authorizer.ttl_seconds > 0:
-                self._verdicts.put(key, context, authorizer.ttl_seconds)
-        if context is None:
-            return gateway_error(403, "Forbidden")
-        event["requestContext"]["authorizer"] = {"lambda": context}
-        return None
+        return self._invoke(route, event, key_values(event["headers"]))
 
     def _invoke(self, route: Route, event: dict[str, Any], secrets: list[str]) -> HttpResponse:
         try:

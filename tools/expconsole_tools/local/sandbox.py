@@ -27,8 +27,9 @@ An error is Lambda's: {"errorType", "errorMessage", "stackTrace"}. A worker exit
 closes (the server stopping it, or dying), and on its own if the server process goes away while
 a handler is still running. It ignores Ctrl-C: the server stops its workers itself.
 
-The values in `redact` (the request's SERVICE-API-KEY) are masked in everything the worker
-writes, its log lines and the errors it reports: handlers see the key, the log never does.
+The values in `redact` (the request's key headers, gateway.key_values) are masked in everything
+the worker writes, its log lines and the errors it reports: handlers see the key, the log never
+does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the local server needs from template.yaml: HTTP routes, their functions, the authorizer.
+"""What the local server needs from template.yaml: HTTP routes and the functions serving them.
 
 Reading the SAM template itself, rather than keeping a second route list, means the local
 server cannot drift from what `sam deploy` creates.
@@ -7,7 +7,6 @@ server cannot drift from what `sam deploy` creates.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,9 @@ TEMPLATE_NAME = "template.yaml"
 # request no other route matches.
 DEFAULT_ROUTE = "$default"
 _UNRESOLVED = object()
+_NO_AUTHORIZERS = (
+    "the local server runs no authorizer (the functions check keys themselves, expconsole.api.auth)"
+)
 
 
 class TemplateError(Exception):
@@ -65,20 +67,10 @@ class Function:
 
 
 @dataclass(frozen=True)
-class Authorizer:
-    """A Lambda authorizer with simple responses, keyed on identity headers."""
-
-    function: Function
-    identity_headers: tuple[str, ...]
-    ttl_seconds: int
-
-
-@dataclass(frozen=True)
 class Route:
     method: str
     path: str
     function: Function
-    authorizer: Authorizer | None
 
     @property
     def route_key(self) -> str:
@@ -120,7 +112,11 @@ def read_template(path: Path) -> dict[str, Any]:
 
 
 def load_api(path: Path) -> Api:
-    """Routes (with their function and authorizer) of every HttpApi event in the template."""
+    """Routes (with their function) of every HttpApi event in the template.
+
+    The functions check keys themselves (expconsole.api.auth), so the API has no authorizer; a
+    template that declares one is refused rather than served without it, which would let locally
+    through what API Gateway would answer itself."""
     document = read_template(path)
     resources: dict[str, Any] = document["Resources"]
     parameters: dict[str, Any] = document.get("Parameters") or {}
@@ -130,11 +126,10 @@ def load_api(path: Path) -> Api:
     def function(logical_id: str) -> Function:
         return _function(logical_id, resources, parameters, function_globals, base)
 
-    authorizers = {
-        api_id: _authorizers(api_id, resource, parameters, function)
-        for api_id, resource in resources.items()
-        if resource.get("Type") == "AWS::Serverless::HttpApi"
-    }
+    for api_id, resource in resources.items():
+        auth = (resource.get("Properties") or {}).get("Auth") or {}
+        if resource.get("Type") == "AWS::Serverless::HttpApi" and auth:
+            raise TemplateError(f"{api_id} declares Auth: {_NO_AUTHORIZERS}")
     routes: list[Route] = []
     for logical_id, resource in resources.items():
         if resource.get("Type") != "AWS::Serverless::Function":
@@ -144,20 +139,14 @@ def load_api(path: Path) -> Api:
             if event.get("Type") != "HttpApi":
                 continue
             props = event.get("Properties") or {}
-            api_ref = props.get("ApiId")
-            named, default = authorizers.get(
-                api_ref.get("Ref", "") if isinstance(api_ref, dict) else "", ({}, None)
-            )
-            chosen = ((props.get("Auth") or {}).get("Authorizer")) or default
-            if chosen is not None and chosen != "NONE" and chosen not in named:
-                raise TemplateError(f"{logical_id}.{event_id} names an unknown authorizer {chosen!r}")
+            if props.get("Auth"):
+                raise TemplateError(f"{logical_id}.{event_id} declares Auth: {_NO_AUTHORIZERS}")
             catch_all = "Path" not in props and "Method" not in props
             routes.append(
                 Route(
                     method=str(props.get("Method", "ANY")).upper(),
                     path=DEFAULT_ROUTE if catch_all else str(props.get("Path", "/")),
                     function=function(logical_id),
-                    authorizer=None if chosen in (None, "NONE") else named[chosen],
                 )
             )
     if not routes:
@@ -217,31 +206,6 @@ def load_functions(path: Path) -> dict[str, Function]:
         for logical_id, resource in resources.items()
         if resource.get("Type") == "AWS::Serverless::Function"
     }
-
-
-def _authorizers(
-    api_id: str, resource: dict[str, Any], parameters: dict[str, Any], function: Callable[[str], Function]
-) -> tuple[dict[str, Authorizer], str | None]:
-    """The API's Lambda authorizers by name, and the name of its default one."""
-    auth = (resource.get("Properties") or {}).get("Auth") or {}
-    named: dict[str, Authorizer] = {}
-    for name, spec in (auth.get("Authorizers") or {}).items():
-        arn = spec.get("FunctionArn")
-        target = arn.get("Fn::GetAtt") if isinstance(arn, dict) else None
-        if not target or target[1] != "Arn":
-            raise TemplateError(f"{api_id} authorizer {name}: FunctionArn must be !GetAtt <Function>.Arn")
-        if spec.get("EnableSimpleResponses") is not True:
-            raise TemplateError(f"{api_id} authorizer {name}: only simple responses are supported locally")
-        identity = spec.get("Identity") or {}
-        named[name] = Authorizer(
-            function=function(target[0]),
-            identity_headers=tuple(str(h) for h in identity.get("Headers") or []),
-            ttl_seconds=_number(identity.get("ReauthorizeEvery"), parameters, 0),
-        )
-    default = auth.get("DefaultAuthorizer")
-    if default is not None and default not in named:
-        raise TemplateError(f"{api_id}: DefaultAuthorizer {default!r} is not among its Authorizers")
-    return named, default
 
 
 def _layer_folder(logical_id: str, layer: Any, resources: dict[str, Any], base: Path) -> Path:

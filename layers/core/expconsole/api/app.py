@@ -110,7 +110,7 @@ def build(
         return error_response(exc)
 
     def _validation_error(exc: RequestValidationError) -> Response[str]:
-        return error_response(BadRequest.fields(field_errors(exc.errors())))
+        return error_response(BadRequest.fields(field_errors(exc.errors(), _body_model(app))))
 
     app.exception_handler(DomainError)(_domain_error)
     app.exception_handler(RequestValidationError)(_validation_error)
@@ -126,20 +126,8 @@ def build(
         return response
 
     def _guarded(event: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
-        verdict = auth.check(event, key_kind)
-        if isinstance(verdict, ApiError):
-            return _gateway_response(verdict)
-        problem = _has_json_body_problem(event)
-        if problem:
-            return _gateway_response(problem)
-        key_id, kind = verdict
-        token = context.set_caller(context.Caller(key_id=key_id, key_kind=kind, base_url=_base_url(event)))
-        if key_kind == "console" and _body_bytes(event) > MAX_CONSOLE_BODY_BYTES:
-            return _gateway_response(
-                PayloadTooLarge(f"Request body is over {MAX_CONSOLE_BODY_BYTES} bytes (1 MiB): the limit.")
-            )
         try:
-            return app.resolve(event, lambda_context)
+            return _checked(event, lambda_context)
         except RecursionError:
             return _gateway_response(
                 BadRequest.field("body", "nests arrays and objects too deeply (limit near 1,000 levels)")
@@ -162,6 +150,24 @@ def build(
                 return _gateway_response(_unavailable(_method(event)), {"Retry-After": "1"})
             logger.exception("Unhandled error", extra={"path": loggable_path(event)})
             return _gateway_response(_internal())
+
+    def _checked(event: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
+        """The key first (reading it may fail as storage does: a 503 like any other read), then
+        the body's media type and size, then the route."""
+        verdict = auth.check(event, key_kind)
+        if isinstance(verdict, ApiError):
+            return _gateway_response(verdict)
+        problem = _has_json_body_problem(event)
+        if problem:
+            return _gateway_response(problem)
+        if key_kind == "console" and _body_bytes(event) > MAX_CONSOLE_BODY_BYTES:
+            return _gateway_response(
+                PayloadTooLarge(f"Request body is over {MAX_CONSOLE_BODY_BYTES} bytes (1 MiB): the limit.")
+            )
+        key_id, kind = verdict
+        token = context.set_caller(context.Caller(key_id=key_id, key_kind=kind, base_url=_base_url(event)))
+        try:
+            return app.resolve(event, lambda_context)
         finally:
             context.reset(token)
 
@@ -182,6 +188,13 @@ def _refuse_unknown_query(
             message = f"is not a query parameter of this route (it accepts: {listing})"
             raise BadRequest.fields([{"field": name, "message": message} for name in unknown])
     return next_middleware(app)
+
+
+def _body_model(app: APIGatewayHttpResolver) -> Any:
+    """The type the route validates its body as (None without a body): an unknown field's error
+    names the closest of its fields (expconsole.models.validation.field_errors)."""
+    body = getattr(app.context.get("_route"), "body_field", None)
+    return body.type_ if body is not None else None
 
 
 _ACCEPTED: dict[int, frozenset[str]] = {}

@@ -11,8 +11,8 @@ from expconsole.models.common import ErrorBody, GatewayError
 _ERRORS = {
     400: "Bad input: the message and `errors` name each field and the rule it broke.",
     401: (
-        "Missing or unknown API key in SERVICE-API-KEY. A request without the header is refused by "
-        'API Gateway itself, whose body is only `{"message": "Unauthorized"}`.'
+        "No API key in the SERVICE-API-KEY header (missing, or sent in Authorization instead), or an "
+        "unknown or deactivated one; the message says which."
     ),
     403: "A key of the wrong kind (a server secret on a console route, a console key on ingestion).",
     404: "No entity with that id.",
@@ -34,7 +34,7 @@ _ERRORS = {
 # Every route answers these whatever its body model: the checks run before the route's own.
 _ALWAYS = (400, 401, 403, 413, 415, 503)
 # Statuses API Gateway may answer itself, with its own `{message}` body.
-_GATEWAY = frozenset({401, 413, 503})
+_GATEWAY = frozenset({413, 503})
 
 
 def responses(status: int, model: type[BaseModel], description: str, *errors: int) -> dict[int, Any]:

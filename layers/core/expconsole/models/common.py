@@ -88,6 +88,6 @@ class ErrorBody(ResponseModel):
 
 
 class GatewayError(ResponseModel):
-    """An answer of API Gateway itself, before any function runs (e.g. a 401 for a missing key)."""
+    """An answer of API Gateway itself, not of a function (e.g. a 413 past its 10 MB body limit)."""
 
     message: str

@@ -418,7 +418,10 @@ def _rules_from_json(text: str | None) -> list[InlineTargetingRule]:
     try:
         return _rules().validate_python(parsed)
     except ValidationError as exc:
-        errors = field_errors([{**e, "loc": (field, *e["loc"])} for e in exc.errors()])
+        from expconsole.models.experiments_requests import InlineTargetingRule  # built by _rules() already
+
+        located = [{**e, "loc": (field, *e["loc"])} for e in exc.errors()]
+        errors = field_errors(located, list[InlineTargetingRule])
         raise Invalid.fields(errors) from None
 
 
