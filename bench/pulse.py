@@ -461,13 +461,14 @@ def phase_pipeline(args: argparse.Namespace, records: Any = "pipeline.json") -> 
         profiler.disable()
         profiler.dump_stats(args.profile)
     health = analysis.health
+    assert health is not None
     out = records
     records: dict[str, Any] = {
         "_health": {
-            "valid": health["exposures"].get("valid", 0),
-            "unknownGroup": health["exposures"].get("unknownGroup", 0),
-            "exposed": health["exposedUnits"],
-            "crossover": health["crossoverUnits"],
+            "valid": health.exposures.get("valid", 0),
+            "unknownGroup": health.exposures.get("unknownGroup", 0),
+            "exposed": health.exposed_units,
+            "crossover": health.crossover_units,
         }
     }
     records |= {
@@ -492,7 +493,7 @@ def phase_pipeline(args: argparse.Namespace, records: Any = "pipeline.json") -> 
         "atoms": len(plan.atoms),
         "records": len(records) - 1,
         "calls": timer.calls,
-        "exposed": analysis.health.get("exposedUnits"),
+        "exposed": health.exposed_units,
         "base_mb": base_mb,
         "days_peak_mb": peaks.get("days", 0.0),
         "peak_mb": _peak_mb(),

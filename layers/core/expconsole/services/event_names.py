@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import difflib
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from expconsole import kinds
 from expconsole.store import dynamo, event_counters
+
+if TYPE_CHECKING:  # the experiments function imports this module: its cold start needs no pulse model
+    from expconsole.models.pulse import PulseHealth
 
 NEARBY_DAYS = 14
 CLOSEST = 3
@@ -129,23 +132,7 @@ def unlogged_metrics(metric_ids: list[str]) -> list[str]:
     return [mid for mid in metric_ids if unlogged(metric_events(mid))]
 
 
-def amend_health(health: dict[str, Any], metric_ids: list[str]) -> dict[str, Any]:
+def amend_health(health: PulseHealth, metric_ids: list[str]) -> PulseHealth:
     """Pulse health with metrics on never-logged events added to `missingMetrics`, and the metrics
-    check (and so the overall status) FAILED while there are any."""
-    missing = unlogged_metrics(metric_ids)
-    if not missing:
-        return health
-    for check in health.get("checks", []):
-        if check.get("type") != "metrics":
-            continue
-        meta = check.setdefault("metadata", {})
-        listed = list(meta.get("missingMetrics") or [])
-        meta["missingMetrics"] = listed + [m for m in missing if m not in listed]
-        meta["neverLoggedMetrics"] = missing
-        check["status"] = "FAILED"
-        check["description"] = (
-            "Metrics with data, and the first and last day each had any. FAILED: "
-            f"{', '.join(missing)} count events never logged."
-        )
-    health["status"] = "FAILED"
-    return health
+    check (and so the overall status) FAILED while there are any (`PulseHealth.with_never_logged`)."""
+    return health.with_never_logged(unlogged_metrics(metric_ids))

@@ -17,13 +17,14 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from expconsole import aws, kinds, observability
 from expconsole.days import ds_of
 from expconsole.errors import DomainError, Invalid, Unavailable
 from expconsole.models.pagination import Page, page_of
-from expconsole.models.pulse import LoadPulseBody
+from expconsole.models.pulse import LoadPulseBody, PulseLoadRecord
 from expconsole.observability import MetricUnit
 from expconsole.services import entities, experiments
 from expconsole.services.common import lifecycle
@@ -78,13 +79,13 @@ def request(
     }
     if _async() and not wait:
         record = _queued_record(doc, job)
-        job["record"] = record
-        pulse_runs.put(kind, exp_id, job["runID"], record)
+        job["record"] = record.doc()
+        pulse_runs.put(kind, exp_id, job["runID"], record.doc())
         _invoke(job)
         where = f"{kinds.LABEL[kind].lower()}s/{exp_id}/pulse_load_history"
         message = f"{kinds.LABEL[kind]} is loading: follow it in {where} (running, progress)."
-        return message, _presented(record), True
-    return "Pulse loaded.", _presented(_run(job)), False
+        return message, record.presented(), True
+    return "Pulse loaded.", _run(job).presented(), False
 
 
 def _creator() -> str:
@@ -94,36 +95,30 @@ def _creator() -> str:
     return f"Console API ({caller.key_id})" if caller and caller.key_id else "Console API"
 
 
-def _queued_record(doc: dict[str, Any], job: dict[str, Any]) -> dict[str, Any]:
+def _queued_record(doc: dict[str, Any], job: dict[str, Any]) -> PulseLoadRecord:
     day = ds_of(job["createdTime"])
     start = ds_of(doc["startTime"])
-    return {
-        "creatorName": job["creator"],
-        "createdTime": job["createdTime"],
-        "finishedTime": None,
-        "finishedState": None,
-        "startDs": start,
-        "endDs": day,
-        "reloadType": job["refresh"],
-        "turboMode": job["turboMode"],
-    }
-
-
-def _presented(record: dict[str, Any]) -> dict[str, Any]:
-    """A history record as the API shows it: `running` until it finishes, with its `progress`."""
-    running = record.get("finishedState") is None
-    return {**record, "running": running, "progress": record.get("progress") if running else None}
+    return PulseLoadRecord(
+        creatorName=job["creator"],
+        createdTime=job["createdTime"],
+        finishedTime=None,
+        finishedState=None,
+        startDs=start,
+        endDs=day,
+        reloadType=job["refresh"],
+        turboMode=job["turboMode"],
+    )
 
 
 PROGRESS_EVERY_S = 1.0
 
 
-def _progress_writer(job: dict[str, Any]) -> Any:
+def _progress_writer(job: dict[str, Any]) -> Callable[[str, int, int], None] | None:
     """A progress callback for the pipeline that records the step in the queued load's history
     record (at most once a second): what `pulse_load_history` shows while it runs."""
-    queued = job.get("record")
-    if not queued:
+    if not job.get("record"):
         return None
+    queued = PulseLoadRecord.read(job["record"])
     last = [0.0]
 
     def progress(step: str, done: int, total: int) -> None:
@@ -131,8 +126,8 @@ def _progress_writer(job: dict[str, Any]) -> Any:
         if now - last[0] < PROGRESS_EVERY_S and done < total:
             return
         last[0] = now
-        record = {**queued, "progress": {"step": step, "done": done, "total": total}}
-        pulse_runs.put(job["kind"], job["id"], job["runID"], record)
+        record = queued.with_progress(step, done, total)
+        pulse_runs.put(job["kind"], job["id"], job["runID"], record.doc())
 
     return progress
 
@@ -149,14 +144,14 @@ def _invoke(job: dict[str, Any]) -> None:
         raise Unavailable("The load could not be queued; retry.") from exc
 
 
-def _run(job: dict[str, Any]) -> dict[str, Any]:
+def _run(job: dict[str, Any]) -> PulseLoadRecord:
     from botocore.exceptions import BotoCoreError, ClientError
 
     from expconsole.services.pulse import run
 
     started = time.monotonic()
     try:
-        record = run.load_pulse(
+        record = run.load(
             job["kind"],
             job["id"],
             refresh=job.get("refresh", "full"),
@@ -172,7 +167,7 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
         logger.warning("Storage failed during a pulse load", exc_info=True)
         raise Unavailable("Storage failed during the load; retry it.") from exc
     observability.count("PulseRunDuration", (time.monotonic() - started) * 1000, MetricUnit.Milliseconds)
-    if record.get("finishedState") != "success":
+    if record.finishedState != "success":
         observability.count("PulseRunsFailed")
     return record
 
@@ -180,7 +175,7 @@ def _run(job: dict[str, Any]) -> dict[str, Any]:
 def run_queued(job: dict[str, Any]) -> dict[str, Any]:
     """A queued load (async invocation): run it; failures are in its history record."""
     try:
-        return _run(job)
+        return _run(job).doc()
     except Exception:
         logger.exception("Pulse load failed", extra={"kind": job.get("kind"), "id": job.get("id")})
         return {"finishedState": "failure"}
@@ -188,7 +183,7 @@ def run_queued(job: dict[str, Any]) -> dict[str, Any]:
 
 def history(exp_id: str, page: int, limit: int, kind: str = kinds.EXPERIMENT) -> Page[Any]:
     entities.load(kind, exp_id)
-    runs = [_presented(record) for record in pulse_runs.list_runs(kind, exp_id)]
+    runs = [PulseLoadRecord.read(doc).presented() for doc in pulse_runs.list_runs(kind, exp_id)]
     return page_of(runs, page=page, limit=limit)
 
 

@@ -3,29 +3,36 @@
 
 DuckDB runs the whole combination over the stored day parts (local Parquet: `units`, `distinct`,
 `funnel`, see aggregate.py); Python only shapes its result rows into `GroupStatistics` records
-and the health document. The statements, in order (the templates below):
+and the health summary. The stages, in order, each a function beside its SQL templates (`_analyse`
+runs them top to bottom):
 
-1. `exposed`: every unit's first valid exposure (day, time, group), numbered, and whether it
-   crossed groups. A unit's exposure day decides which of its events count: on later days all
-   of them, on the exposure day those at or after the exposure (the `np`/`sp` columns), and on
-   the 7 days before it the CUPED pre-period.
-2. `unit_days`: per exposed unit and day (pre-period and post-exposure), each atom's count and
-   sum; `distinct_rows` and `funnel_rows` likewise keep distinct values and funnel steps.
-3. `post`: one row per (analysed unit, result day r ≥ its exposure day), each atom's sums over
-   the rollup window (cumulative, or the last 1 or 7 days: a window function over the days),
-   distinct counts and funnel progress over the same window. Cumulative windows add per-day
-   contributions (the values first seen that day, the funnel attempts completed that day), so
-   the events are read once whatever the number of result days; 1- and 7-day windows count
-   their days' rows again for each result day.
-4. `pre_*`: per unit, the same over its pre-period.
-5. `unit_values`: each metric's unit values (docs/statistics.md, 'Unit values per metric type') from
-   those columns; `thresholds`: per result day, the winsorization threshold of each capped column
-   (the exact linear 99.9th percentile of the non-zero values, `quantile_cont`, as numpy's default
-   percentile).
-6. The statistics, per (result day, group): n, the mean of each column and the centred
+1. `_exposed`, table `exposed`: every unit's first valid exposure (day, time, group), numbered,
+   and whether it crossed groups. A unit's exposure day decides which of its events count: on
+   later days all of them, on the exposure day those at or after the exposure (the `np`/`sp`
+   columns), and on the 7 days before it the CUPED pre-period.
+2. `_unit_days`, table `unit_days`: per exposed unit and day (pre-period and post-exposure), each
+   atom's count and sum; `_event_rows`: `distinct_rows` and `funnel_rows` likewise keep distinct
+   values and funnel steps.
+3. `_post`, table `post`: one row per (analysed unit, result day r ≥ its exposure day), each
+   atom's sums over the rollup window (cumulative, or the last 1 or 7 days: a window function
+   over the days), distinct counts and funnel progress over the same window (`_atom_sums`,
+   `_distinct_sums`, `_funnel_sums`: their columns, and the tables they join). Cumulative
+   windows add per-day contributions (the values first seen that day, the funnel attempts
+   completed that day), so the events are read once whatever the number of result days; 1- and
+   7-day windows count their days' rows again for each result day.
+4. `_pre_units`, table `pre_units` (and `pre_distinct`, `funnel_pre_*` beside their post forms):
+   per unit, the same over its pre-period.
+5. `_unit_values`, view `unit_values`: each metric's unit values (docs/statistics.md, 'Unit
+   values per metric type') from those columns; `_thresholds`, table `thresholds`: per result
+   day, the winsorization threshold of each capped column (the exact linear 99.9th percentile of
+   the non-zero values, `quantile_cont`, as numpy's default percentile).
+6. `_statistics`, per (result day, group): n, the mean of each column and the centred
    co-moments `C_ij = Σ(a_i − ā_i)(a_j − ā_j)` as `var_pop·n` / `covar_pop·n` (DuckDB's
    streaming Welford updates, never raw power sums), the units with pre-period data, and
    whether the metric had any non-zero value (the health check's metric dates).
+7. `_day_results`: the `GroupStatistics` records per result day, metric and group, and the units
+   per group (from the units first exposed each day, `_new_units`); `_health`: the health summary
+   of the latest day.
 
 Floating-point sums depend on the order of their terms, and DuckDB's threads combine partial
 aggregates in any order. So that a reload of the same events writes the same records to the
@@ -63,10 +70,199 @@ from expconsole.services.pulse.plan import PRE_DAYS, WINSORIZED, EntityPlan, Fun
 from expconsole.srm import srm_check
 
 Parts = dict[str, Path]  # part name (units, distinct, funnel) -> local Parquet file
+ExposureCounts = dict[str, int]  # exposures by status (aggregate.HEALTH_KEYS): a day's, or summed
 # docs/statistics.md, 'Winsorization': capped at the 99.9th percentile of the non-zero values
 WINSOR_QUANTILE = 0.999
 
-# 1. Every unit's first valid exposure (day, time, group code), numbered, and whether it crossed.
+
+@dataclasses.dataclass
+class DayResult:
+    ds: str
+    records: list[GroupStatistics]
+    units: dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class HealthGroup:
+    """An enabled group as the health checks see it: its configured size as configured (or None)."""
+
+    id: str
+    name: str
+    size: Any
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalysisHealth:
+    """What the health checks judge (services.pulse.run.health_doc), as of the latest result day."""
+
+    ds: str | None
+    units: dict[str, int]  # group id -> units exposed up to `ds`
+    exposed_units: int
+    crossover_units: int
+    srm_status: str  # srm.SrmStatus
+    srm_p_value: float | None
+    exposures: ExposureCounts  # over every day read
+    missing_metrics: list[str]
+    metric_dates: dict[str, tuple[str | None, str | None]]  # metric id -> (first, last) day with data
+    groups: list[HealthGroup]
+
+    def with_exposures(self, days: list[ExposureCounts]) -> AnalysisHealth:
+        """This summary counting the exposures of more days too (those read past a decision)."""
+        counts = dict(self.exposures)
+        for day in days:
+            for key, value in day.items():
+                counts[key] = counts.get(key, 0) + int(value)
+        return dataclasses.replace(self, exposures=counts)
+
+
+@dataclasses.dataclass
+class Analysis:
+    days: list[DayResult]
+    health: AnalysisHealth | None  # None when no day was analysed
+
+
+TABLE = "CREATE OR REPLACE TEMP TABLE {name} AS {select}"
+VIEW = "CREATE OR REPLACE TEMP VIEW {name} AS {select}"
+
+
+class _Statements:
+    """Runs the statements; drops the temporary tables they made as soon as they are not needed."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.made: dict[str, str] = {}  # name -> TABLE or VIEW
+
+    def table(self, name: str, select: str) -> None:
+        self.con.execute(TABLE.format(name=name, select=select))
+        self.made[name] = "TABLE"
+
+    def view(self, name: str, select: str) -> None:
+        self.con.execute(VIEW.format(name=name, select=select))
+        self.made[name] = "VIEW"
+
+    def drop(self, *names: str) -> None:
+        """Drop these (all, without names), views first."""
+        for name in sorted(names or list(self.made), key=lambda n: self.made.get(n) != "VIEW"):
+            kind = self.made.pop(name, None)
+            if kind is not None:
+                self.con.execute(f"DROP {kind} IF EXISTS {name}")
+
+
+def analyse(
+    con: duckdb.DuckDBPyConnection,
+    plan: EntityPlan,
+    days: list[str],
+    parts: list[Parts],
+    healths: list[ExposureCounts],
+    first_result: int,
+    metric_ids: set[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Analysis:
+    """Records for each day from `days[first_result]` on; `parts[i]` is day i's aggregate."""
+    sql = _Statements(con)
+    try:
+        return _analyse(sql, plan, days, parts, healths, first_result, metric_ids, progress)
+    finally:
+        sql.drop()
+
+
+def _analyse(
+    sql: _Statements,
+    plan: EntityPlan,
+    days: list[str],
+    parts: list[Parts],
+    healths: list[ExposureCounts],
+    first_result: int,
+    metric_ids: set[str] | None,
+    progress: Callable[[str], None] | None,
+) -> Analysis:
+    """The stages of the module docstring, in order."""
+    window = _Window.of(plan, first_result, len(days))
+    atoms = _AtomColumns.of(plan)
+    exposure = _exposed(sql, plan, parts, window)  # 1
+    _unit_days(sql, parts, window, atoms)  # 2
+    _event_rows(sql, plan, parts, window, atoms)
+    sums = [_atom_sums(atoms), _distinct_sums(sql, window, atoms), *_funnel_sums(sql, plan, window)]  # 3
+    _post(sql, window, sums)
+    _pre_units(sql, plan, atoms)  # 4
+    metrics = [m for m in plan.metrics if not m.missing and (metric_ids is None or m.id in metric_ids)]
+    columns = _unit_values(sql, plan, metrics, atoms)  # 5
+    capped = _thresholds(sql, columns)
+    rows = _statistics(sql, columns, capped, window)  # 6
+    new_units = _new_units(sql.con)
+    results, seen = _day_results(plan, days, window, columns, rows, new_units, progress)  # 7
+    computed = [m for m in plan.metrics if metric_ids is None or m.id in metric_ids]
+    health = _health(plan, results, healths[first_result:], exposure, seen, computed)
+    return Analysis(results, health)
+
+
+# --- the stages' shared inputs ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Window:
+    """The result days (indexes `first` to `end` - 1) and the rollup window of each: cumulative
+    from the exposure day, or the result day and the `span` days before it."""
+
+    first: int
+    end: int
+    cumulative: bool
+    span: int
+
+    @classmethod
+    def of(cls, plan: EntityPlan, first: int, end: int) -> _Window:
+        return cls(first, end, plan.rollup == -1, max(plan.rollup, 1) - 1)
+
+    @property
+    def days(self) -> range:
+        """The result days."""
+        return range(self.first, self.end)
+
+    @property
+    def read(self) -> range:
+        """Every day read: the pre-period of the first result day to the last result day."""
+        return range(self.end)
+
+    def range_sql(self) -> dict[str, int]:
+        """The window's placeholders of the 1- and 7-day templates."""
+        return {"first": self.first, "end": self.end, "span": self.span}
+
+
+@dataclasses.dataclass(frozen=True)
+class _AtomColumns:
+    """The per-atom columns: in `unit_days` each atom's count n<a> and the sum s<a> of value and
+    metadata atoms (`sums`, as (letter, atom)); the days with an event k<a> of `event_dau` metrics'
+    atoms (`days`); the distinct counts d<a> of distinct atoms (`distinct`)."""
+
+    sums: list[tuple[str, int]]
+    days: list[int]
+    distinct: list[int]
+
+    @classmethod
+    def of(cls, plan: EntityPlan) -> _AtomColumns:
+        sums = []
+        for a, atom in enumerate(plan.atoms):
+            sums.append(("n", a))
+            if atom.measure in ("value", "metadata"):
+                sums.append(("s", a))
+        dau = {m.atoms[0] for m in _all_metrics(plan.metrics) if m.type == "event_dau" and m.atoms}
+        distinct = [a for a, atom in enumerate(plan.atoms) if atom.distinct]
+        return cls(sums, sorted(dau), distinct)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Sums:
+    """Fragments of `POST_SQL`: the columns of the grid (`inner`), their window sums (`outer`) and
+    the tables joined to the grid for them (`joins`)."""
+
+    inner: list[str] = dataclasses.field(default_factory=list)
+    outer: list[str] = dataclasses.field(default_factory=list)
+    joins: list[str] = dataclasses.field(default_factory=list)
+
+
+# --- 1. first exposures -------------------------------------------------------------------------------
+
+# Every unit's first valid exposure (day, time, group code), numbered, and whether it crossed.
 EXPOSED_SQL = """
 SELECT CAST(row_number() OVER (ORDER BY unit) - 1 AS BIGINT) AS code, unit, e_day, e_ts,
     CASE e_group {cases} ELSE -1 END AS g, crossover
@@ -84,9 +280,32 @@ SELECT NULL::VARCHAR AS unit, NULL::BIGINT AS exp_ts, NULL::VARCHAR AS exp_group
     NULL::VARCHAR AS exp_groups, NULL::INTEGER AS day WHERE false
 """
 EXPOSED_COUNTS = "SELECT count(*), count(*) FILTER (WHERE crossover) FROM exposed"
-UNITS_PER_DAY = "SELECT e_day, g, count(*) FROM exposed WHERE g >= 0 GROUP BY e_day, g"
 
-# 2. Per exposed unit and day from 7 days before its exposure day: each atom's count n<a> (and
+
+@dataclasses.dataclass(frozen=True)
+class _Exposure:
+    units: int  # units with a valid exposure
+    crossover: int  # of which exposed to more than one group
+
+
+def _exposed(sql: _Statements, plan: EntityPlan, parts: list[Parts], window: _Window) -> _Exposure:
+    """Table `exposed` (exposures from the first result day on); how many units, how many crossed."""
+    selects = [EXPOSURE_DAY.format(day=i, file=literal(str(parts[i]["units"]))) for i in window.days]
+    analysed = plan.analysed_groups
+    cases = " ".join(f"WHEN {literal(g)} THEN {c}" for c, g in enumerate(analysed)) or "WHEN NULL THEN -1"
+    sql.table(
+        "exposed",
+        EXPOSED_SQL.format(
+            cases=cases, sep=literal(GROUP_SEP), days="\nUNION ALL\n".join(selects) or EXPOSURE_NONE
+        ),
+    )
+    units, crossover = sql.con.execute(EXPOSED_COUNTS).fetchone() or (0, 0)
+    return _Exposure(units, crossover)
+
+
+# --- 2. unit days, distinct values, funnel steps ------------------------------------------------------
+
+# Per exposed unit and day from 7 days before its exposure day: each atom's count n<a> (and
 # sum s<a> of value and metadata atoms) over the events that count: the whole day before and
 # after the exposure day, the events at or after the exposure on that day.
 UNIT_DAY = """
@@ -107,10 +326,51 @@ SELECT r.funnel, r.step, e.code, r.ts, {day} AS day, {post} AS post
 FROM read_parquet({file}) AS r JOIN exposed AS e ON r.unit = e.unit
 WHERE {post} OR {pre}
 """
-TABLE = "CREATE OR REPLACE TEMP TABLE {name} AS {select}"
-VIEW = "CREATE OR REPLACE TEMP VIEW {name} AS {select}"
 
-# 3. Distinct values over the window: cumulative windows count each value on the day it is first
+
+def _unit_days(sql: _Statements, parts: list[Parts], window: _Window, atoms: _AtomColumns) -> None:
+    """Table `unit_days`: per exposed unit and day (pre-period and post-exposure), the atom sums."""
+    sql.table(
+        "unit_days",
+        "\nUNION ALL\n".join(
+            UNIT_DAY.format(
+                day=d,
+                pre=PRE_DAYS,
+                file=literal(str(parts[d]["units"])),
+                columns="".join(UNIT_DAY_COLUMN.format(day=d, m=m, a=a) for m, a in atoms.sums),
+            )
+            for d in window.read
+        ),
+    )
+
+
+def _event_rows(
+    sql: _Statements, plan: EntityPlan, parts: list[Parts], window: _Window, atoms: _AtomColumns
+) -> None:
+    """Tables `distinct_rows` (when an atom counts distinct values) and `funnel_rows` (when the plan
+    has funnels): the exposed units' rows that count, pre-period or post-exposure."""
+    for name, template, part, wanted in (
+        ("distinct_rows", DISTINCT_DAY, "distinct", bool(atoms.distinct)),
+        ("funnel_rows", FUNNEL_DAY, "funnel", bool(plan.funnels)),
+    ):
+        if wanted:
+            sql.table(
+                name,
+                "\nUNION ALL\n".join(
+                    template.format(
+                        day=d,
+                        file=literal(str(parts[d][part])),
+                        post=POST_ROW.format(day=d),
+                        pre=PRE_ROW.format(day=d, pre=PRE_DAYS),
+                    )
+                    for d in window.read
+                ),
+            )
+
+
+# --- 3. window sums per (unit, result day) ------------------------------------------------------------
+
+# Distinct values over the window: cumulative windows count each value on the day it is first
 # seen (a running sum then counts distinct values); 1- and 7-day windows count each result day.
 DISTINCT_NEW = """
 SELECT code, day{counts} FROM (
@@ -125,6 +385,47 @@ WHERE x.post GROUP BY x.code, w.range
 """
 DISTINCT_PRE = "SELECT code{counts} FROM distinct_rows AS x WHERE NOT x.post GROUP BY code"
 DISTINCT_COUNT = ", count(DISTINCT x.value) FILTER (WHERE x.atom = {a}) AS d{a}"
+
+
+def _atom_sums(atoms: _AtomColumns) -> _Sums:
+    """The atoms' counts and sums over the window, and the days with an event (`event_dau`)."""
+    sums = _Sums()
+    for m, a in atoms.sums:
+        sums.inner.append(f", coalesce(u.{m}{a}, 0.0) AS {m}{a}")
+        sums.outer.append(f", sum({m}{a}) OVER w AS {m}{a}")
+    for a in atoms.days:
+        sums.inner.append(f", CASE WHEN u.n{a} > 0 THEN 1.0 ELSE 0.0 END AS k{a}")
+        sums.outer.append(f", sum(k{a}) OVER w AS k{a}")
+    return sums
+
+
+def _distinct_sums(sql: _Statements, window: _Window, atoms: _AtomColumns) -> _Sums:
+    """Tables `distinct_post` (per unit and day, or result day) and `pre_distinct` (per unit): the
+    distinct atoms' counts; `distinct_rows` is read no more."""
+    sums = _Sums()
+    if not atoms.distinct:
+        return sums
+    cumulative = window.cumulative
+    counts = "".join(
+        (DISTINCT_NEW_COUNT if cumulative else DISTINCT_COUNT).format(a=a) for a in atoms.distinct
+    )
+    if cumulative:
+        sql.table("distinct_post", DISTINCT_NEW.format(counts=counts))
+        sums.joins.append("\n    LEFT JOIN distinct_post AS dp ON dp.code = x.code AND dp.day = x.r")
+    else:
+        sql.table("distinct_post", DISTINCT_WINDOW.format(counts=counts, **window.range_sql()))
+        sums.joins.append("\n    LEFT JOIN distinct_post AS dp ON dp.code = x.code AND dp.r = x.r")
+    for a in atoms.distinct:
+        sums.inner.append(f", CAST(coalesce(dp.d{a}, 0) AS DOUBLE) AS d{a}")
+        sums.outer.append(f", sum(d{a}) OVER w AS d{a}" if cumulative else f", d{a}")
+    sql.table(
+        "pre_distinct",
+        DISTINCT_PRE.format(counts="".join(DISTINCT_COUNT.format(a=a) for a in atoms.distinct)),
+    )
+    sql.drop("distinct_rows")
+    return sums
+
+
 # A funnel's rows in one scope: post-exposure (per unit, cumulative), per (unit, result day) over
 # a 1- or 7-day window, or the pre-period; `FUNNEL_SQL` runs the chain of steps over them.
 FUNNEL_POST = "SELECT code, step, ts, day FROM funnel_rows WHERE post AND funnel = {f}"
@@ -161,7 +462,67 @@ SELECT {by}, CAST(sum(c) AS DOUBLE) AS c, CAST(sum(b) AS DOUBLE) AS b FROM (
 """
 FUNNEL_STARTS = "\n    UNION ALL SELECT {by}, 0 AS c, 1 AS b FROM s0"
 
-# 4. Per analysed unit and result day r from its exposure day: the window's sums.
+
+def _funnel_sums(sql: _Statements, plan: EntityPlan, window: _Window) -> list[_Sums]:
+    """Tables `funnel_post_<f>` and `funnel_pre_<f>` per funnel: completions and starts over the
+    window and the pre-period; `funnel_rows` is read no more."""
+    out = []
+    cumulative = window.cumulative
+    for f, funnel in enumerate(plan.funnels):
+        if cumulative:
+            post_sql = _funnel_sql(funnel, FUNNEL_POST.format(f=f), ["code"], ["code", "day"])
+            on = f"f{f}.day = x.r"
+        else:
+            post_sql = _funnel_sql(
+                funnel, FUNNEL_WINDOW.format(f=f, **window.range_sql()), ["code", "r"], ["code", "r"]
+            )
+            on = f"f{f}.r = x.r"
+        sql.table(f"funnel_post_{f}", post_sql)
+        sql.table(f"funnel_pre_{f}", _funnel_sql(funnel, FUNNEL_PRE.format(f=f), ["code"], ["code"]))
+        sums = _Sums(joins=[f"\n    LEFT JOIN funnel_post_{f} AS f{f} ON f{f}.code = x.code AND {on}"])
+        for m in ("c", "b"):
+            sums.inner.append(f", coalesce(f{f}.{m}, 0.0) AS {m}{f}")
+            sums.outer.append(f", sum({m}{f}) OVER w AS {m}{f}" if cumulative else f", {m}{f}")
+        out.append(sums)
+    sql.drop("funnel_rows")
+    return out
+
+
+def _funnel_sql(funnel: Funnel, src: str, key: list[str], by: list[str]) -> str:
+    """Completions and starts of a funnel over `src` rows, the chain keyed by `key`, summed by `by`."""
+    k = len(funnel.steps)
+    same = [s > 0 and funnel.steps[s] == funnel.steps[s - 1] for s in range(k)]
+    key_sql = ", ".join(key)
+    if funnel.mode == "users":
+        chain = [USERS_FIRST.format(key=key_sql)]
+        for s in range(1, k):
+            chain.append(
+                USERS_STEP.format(
+                    s=s,
+                    prev=s - 1,
+                    r_key=", ".join(f"r.{c}" for c in key),
+                    on=" AND ".join(f"r.{c} = c.{c}" for c in key),
+                    op=">" if same[s] else ">=",
+                )
+            )
+        starts = ""
+    else:
+        chain = [EVENTS_FIRST.format(key=key_sql)]
+        for s in range(1, k):
+            chain.append(
+                EVENTS_STEP.format(
+                    s=s,
+                    prev=s - 1,
+                    c_key=", ".join(f"c.{c}" for c in key),
+                    on=" AND ".join(f"c.{c} = r.{c}" for c in key),
+                    op=">" if same[s] else ">=",
+                )
+            )
+        starts = FUNNEL_STARTS.format(by=", ".join(by))
+    return FUNNEL_SQL.format(src=src, chain=",\n".join(chain), by=", ".join(by), last=k - 1, starts=starts)
+
+
+# Per analysed unit and result day r from its exposure day: the window's sums.
 POST_SQL = """
 SELECT code, r, g, CAST(r - greatest(e_day, {first_day}) + 1 AS DOUBLE) AS days{outer}
 FROM (
@@ -175,43 +536,40 @@ FROM (
 ) AS grid
 WINDOW w AS (PARTITION BY code ORDER BY r ROWS BETWEEN {frame} PRECEDING AND CURRENT ROW)
 """
+
+
+def _post(sql: _Statements, window: _Window, sums: list[_Sums]) -> None:
+    """Table `post`: one row per (analysed unit, result day), the window's sums of `sums`."""
+    cumulative = window.cumulative
+    sql.table(
+        "post",
+        POST_SQL.format(
+            first_day="e_day" if cumulative else f"r - {window.span}",
+            outer="".join(c for s in sums for c in s.outer),
+            inner="".join(c for s in sums for c in s.inner),
+            joins="".join(c for s in sums for c in s.joins),
+            frame="UNBOUNDED" if cumulative else str(window.span),
+            first=window.first,
+            end=window.end,
+        ),
+    )
+
+
+# --- 4. pre-period sums per unit ----------------------------------------------------------------------
+
 PRE_UNITS = "SELECT code{sums} FROM unit_days WHERE NOT post GROUP BY code"
 
-# 5. Unit values of the computed metrics, and the winsorization thresholds per result day.
-VALUES_SQL = """
-SELECT p.r, p.g, p.code{values}
-FROM post AS p{joins}
-"""
-THRESHOLDS_SQL = "SELECT r{quantiles} FROM unit_values GROUP BY r"
-QUANTILE = ", quantile_cont({c}, {q}) FILTER (WHERE {c} <> 0 AND isfinite({c})) AS {c}"
-# 6. The statistics per (result day, group), one result day at a time (a day's units in memory,
-# not every day's): the capped values in a fixed order (one sort), then aggregated by a single
-# thread reading them in that order (STATS_THREADS).
-STATS_ROWS = """
-SELECT u.r, u.g{capped} FROM unit_values AS u{join}
-WHERE u.r = {day}
-ORDER BY u.g, u.code
-"""
-STATS_SQL = """
-SELECT v.r, v.g, count(*) AS n{aggregates}
-FROM unit_stats AS v
-GROUP BY v.r, v.g ORDER BY v.r, v.g
-"""
-STATS_THREADS = 1
-CAPPED = ", least(u.{c}, coalesce(t.{c}, u.{c})) AS {c}"
+
+def _pre_units(sql: _Statements, plan: EntityPlan, atoms: _AtomColumns) -> None:
+    """Table `pre_units`: per unit, the atoms' sums over its pre-period (value sums in day order:
+    at most 7 terms, ordered so that a reload sums them alike); then the day tables are dropped."""
+    sums = "".join(f", sum({m}{a}{' ORDER BY day' if m == 's' else ''}) AS {m}{a}" for m, a in atoms.sums)
+    sums += "".join(f", CAST(count(*) FILTER (WHERE n{a} > 0) AS DOUBLE) AS k{a}" for a in atoms.days)
+    sql.table("pre_units", PRE_UNITS.format(sums=sums))
+    sql.drop("unit_days", "distinct_post", *(f"funnel_post_{f}" for f in range(len(plan.funnels))))
 
 
-@dataclasses.dataclass
-class DayResult:
-    ds: str
-    records: list[GroupStatistics]
-    units: dict[str, int]
-
-
-@dataclasses.dataclass
-class Analysis:
-    days: list[DayResult]
-    health: dict[str, Any]
+# --- 5. unit values and winsorization thresholds ------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,224 +689,63 @@ def _metric_columns(plan: EntityPlan, metrics: list[MetricPlan]) -> tuple[list[_
     return out, selects
 
 
-def _funnel_sql(funnel: Funnel, src: str, key: list[str], by: list[str]) -> str:
-    """Completions and starts of a funnel over `src` rows, the chain keyed by `key`, summed by `by`."""
-    k = len(funnel.steps)
-    same = [s > 0 and funnel.steps[s] == funnel.steps[s - 1] for s in range(k)]
-    key_sql = ", ".join(key)
-    if funnel.mode == "users":
-        chain = [USERS_FIRST.format(key=key_sql)]
-        for s in range(1, k):
-            chain.append(
-                USERS_STEP.format(
-                    s=s,
-                    prev=s - 1,
-                    r_key=", ".join(f"r.{c}" for c in key),
-                    on=" AND ".join(f"r.{c} = c.{c}" for c in key),
-                    op=">" if same[s] else ">=",
-                )
-            )
-        starts = ""
-    else:
-        chain = [EVENTS_FIRST.format(key=key_sql)]
-        for s in range(1, k):
-            chain.append(
-                EVENTS_STEP.format(
-                    s=s,
-                    prev=s - 1,
-                    c_key=", ".join(f"c.{c}" for c in key),
-                    on=" AND ".join(f"c.{c} = r.{c}" for c in key),
-                    op=">" if same[s] else ">=",
-                )
-            )
-        starts = FUNNEL_STARTS.format(by=", ".join(by))
-    return FUNNEL_SQL.format(src=src, chain=",\n".join(chain), by=", ".join(by), last=k - 1, starts=starts)
+VALUES_SQL = """
+SELECT p.r, p.g, p.code{values}
+FROM post AS p{joins}
+"""
 
 
-class _Statements:
-    """Runs the statements; drops the temporary tables they made as soon as they are not needed."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self.con = con
-        self.made: dict[str, str] = {}  # name -> TABLE or VIEW
-
-    def table(self, name: str, select: str) -> None:
-        self.con.execute(TABLE.format(name=name, select=select))
-        self.made[name] = "TABLE"
-
-    def view(self, name: str, select: str) -> None:
-        self.con.execute(VIEW.format(name=name, select=select))
-        self.made[name] = "VIEW"
-
-    def drop(self, *names: str) -> None:
-        """Drop these (all, without names), views first."""
-        for name in sorted(names or list(self.made), key=lambda n: self.made.get(n) != "VIEW"):
-            kind = self.made.pop(name, None)
-            if kind is not None:
-                self.con.execute(f"DROP {kind} IF EXISTS {name}")
+def _unit_values(
+    sql: _Statements, plan: EntityPlan, metrics: list[MetricPlan], atoms: _AtomColumns
+) -> list[_Columns]:
+    """View `unit_values`: per (result day, unit), each metric's columns, post-exposure and pre-period."""
+    columns, values = _metric_columns(plan, metrics)
+    joins = ["\nLEFT JOIN pre_units AS q ON q.code = p.code"]
+    if atoms.distinct:
+        joins.append("\nLEFT JOIN pre_distinct AS qd ON qd.code = p.code")
+    joins += [f"\nLEFT JOIN funnel_pre_{f} AS qf{f} ON qf{f}.code = p.code" for f in range(len(plan.funnels))]
+    sql.view("unit_values", VALUES_SQL.format(values="".join(values), joins="".join(joins)))
+    return columns
 
 
-def analyse(
-    con: duckdb.DuckDBPyConnection,
-    plan: EntityPlan,
-    days: list[str],
-    parts: list[Parts],
-    healths: list[dict[str, int]],
-    first_result: int,
-    metric_ids: set[str] | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> Analysis:
-    """Records for each day from `days[first_result]` on; `parts[i]` is day i's aggregate."""
-    sql = _Statements(con)
-    try:
-        return _analyse(sql, plan, days, parts, healths, first_result, metric_ids, progress)
-    finally:
-        sql.drop()
+THRESHOLDS_SQL = "SELECT r{quantiles} FROM unit_values GROUP BY r"
+QUANTILE = ", quantile_cont({c}, {q}) FILTER (WHERE {c} <> 0 AND isfinite({c})) AS {c}"
 
 
-def _analyse(
-    sql: _Statements,
-    plan: EntityPlan,
-    days: list[str],
-    parts: list[Parts],
-    healths: list[dict[str, int]],
-    first_result: int,
-    metric_ids: set[str] | None,
-    progress: Callable[[str], None] | None,
-) -> Analysis:
-    con = sql.con
-    n_days = len(days)
-    analysed = plan.analysed_groups
-    # 1. First exposures.
-    selects = [
-        EXPOSURE_DAY.format(day=i, file=literal(str(parts[i]["units"]))) for i in range(first_result, n_days)
-    ]
-    cases = " ".join(f"WHEN {literal(g)} THEN {c}" for c, g in enumerate(analysed)) or "WHEN NULL THEN -1"
-    sql.table(
-        "exposed",
-        EXPOSED_SQL.format(
-            cases=cases, sep=literal(GROUP_SEP), days="\nUNION ALL\n".join(selects) or EXPOSURE_NONE
-        ),
-    )
-    exposed_units, crossover_units = con.execute(EXPOSED_COUNTS).fetchone() or (0, 0)
-
-    # 2. Unit days, distinct values, funnel steps.
-    columns = []
-    for a, atom in enumerate(plan.atoms):
-        columns.append(("n", a))
-        if atom.measure in ("value", "metadata"):
-            columns.append(("s", a))
-    sql.table(
-        "unit_days",
-        "\nUNION ALL\n".join(
-            UNIT_DAY.format(
-                day=d,
-                pre=PRE_DAYS,
-                file=literal(str(parts[d]["units"])),
-                columns="".join(UNIT_DAY_COLUMN.format(day=d, m=m, a=a) for m, a in columns),
-            )
-            for d in range(n_days)
-        ),
-    )
-    distinct_atoms = [a for a, atom in enumerate(plan.atoms) if atom.distinct]
-    for name, template, part, wanted in (
-        ("distinct_rows", DISTINCT_DAY, "distinct", bool(distinct_atoms)),
-        ("funnel_rows", FUNNEL_DAY, "funnel", bool(plan.funnels)),
-    ):
-        if wanted:
-            sql.table(
-                name,
-                "\nUNION ALL\n".join(
-                    template.format(
-                        day=d,
-                        file=literal(str(parts[d][part])),
-                        post=POST_ROW.format(day=d),
-                        pre=PRE_ROW.format(day=d, pre=PRE_DAYS),
-                    )
-                    for d in range(n_days)
-                ),
-            )
-
-    # 3-4. Window sums per (unit, result day); pre-period sums per unit.
-    cumulative = plan.rollup == -1
-    span = max(plan.rollup, 1) - 1
-    window = {"first": first_result, "end": n_days, "span": span}
-    inner, outer, joins = [], [], []
-    dau_atoms = {m.atoms[0] for m in _all_metrics(plan.metrics) if m.type == "event_dau" and m.atoms}
-    for m, a in columns:
-        inner.append(f", coalesce(u.{m}{a}, 0.0) AS {m}{a}")
-        outer.append(f", sum({m}{a}) OVER w AS {m}{a}")
-    for a in sorted(dau_atoms):
-        inner.append(f", CASE WHEN u.n{a} > 0 THEN 1.0 ELSE 0.0 END AS k{a}")
-        outer.append(f", sum(k{a}) OVER w AS k{a}")
-    if distinct_atoms:
-        counts = "".join(
-            (DISTINCT_NEW_COUNT if cumulative else DISTINCT_COUNT).format(a=a) for a in distinct_atoms
-        )
-        if cumulative:
-            sql.table("distinct_post", DISTINCT_NEW.format(counts=counts))
-            joins.append("\n    LEFT JOIN distinct_post AS dp ON dp.code = x.code AND dp.day = x.r")
-        else:
-            sql.table("distinct_post", DISTINCT_WINDOW.format(counts=counts, **window))
-            joins.append("\n    LEFT JOIN distinct_post AS dp ON dp.code = x.code AND dp.r = x.r")
-        for a in distinct_atoms:
-            inner.append(f", CAST(coalesce(dp.d{a}, 0) AS DOUBLE) AS d{a}")
-            outer.append(f", sum(d{a}) OVER w AS d{a}" if cumulative else f", d{a}")
-        sql.table(
-            "pre_distinct",
-            DISTINCT_PRE.format(counts="".join(DISTINCT_COUNT.format(a=a) for a in distinct_atoms)),
-        )
-        sql.drop("distinct_rows")
-    for f, funnel in enumerate(plan.funnels):
-        if cumulative:
-            post_sql = _funnel_sql(funnel, FUNNEL_POST.format(f=f), ["code"], ["code", "day"])
-            on = f"f{f}.day = x.r"
-        else:
-            post_sql = _funnel_sql(funnel, FUNNEL_WINDOW.format(f=f, **window), ["code", "r"], ["code", "r"])
-            on = f"f{f}.r = x.r"
-        sql.table(f"funnel_post_{f}", post_sql)
-        sql.table(f"funnel_pre_{f}", _funnel_sql(funnel, FUNNEL_PRE.format(f=f), ["code"], ["code"]))
-        joins.append(f"\n    LEFT JOIN funnel_post_{f} AS f{f} ON f{f}.code = x.code AND {on}")
-        for m in ("c", "b"):
-            inner.append(f", coalesce(f{f}.{m}, 0.0) AS {m}{f}")
-            outer.append(f", sum({m}{f}) OVER w AS {m}{f}" if cumulative else f", {m}{f}")
-    sql.drop("funnel_rows")
-    sql.table(
-        "post",
-        POST_SQL.format(
-            first_day="e_day" if cumulative else f"r - {span}",
-            outer="".join(outer),
-            inner="".join(inner),
-            joins="".join(joins),
-            frame="UNBOUNDED" if cumulative else str(span),
-            **{k: v for k, v in window.items() if k != "span"},
-        ),
-    )
-    pre_sums = "".join(f", sum({m}{a}{' ORDER BY day' if m == 's' else ''}) AS {m}{a}" for m, a in columns)
-    pre_sums += "".join(
-        f", CAST(count(*) FILTER (WHERE n{a} > 0) AS DOUBLE) AS k{a}" for a in sorted(dau_atoms)
-    )
-    sql.table("pre_units", PRE_UNITS.format(sums=pre_sums))
-    sql.drop("unit_days", "distinct_post", *(f"funnel_post_{f}" for f in range(len(plan.funnels))))
-
-    # 5. Unit values and thresholds.
-    metrics = [m for m in plan.metrics if not m.missing and (metric_ids is None or m.id in metric_ids)]
-    metric_columns, values = _metric_columns(plan, metrics)
-    pre_joins = ["\nLEFT JOIN pre_units AS q ON q.code = p.code"]
-    if distinct_atoms:
-        pre_joins.append("\nLEFT JOIN pre_distinct AS qd ON qd.code = p.code")
-    pre_joins += [
-        f"\nLEFT JOIN funnel_pre_{f} AS qf{f} ON qf{f}.code = p.code" for f in range(len(plan.funnels))
-    ]
-    sql.view("unit_values", VALUES_SQL.format(values="".join(values), joins="".join(pre_joins)))
-    capped = [c for mc in metric_columns for c, cap in zip(mc.names, mc.capped, strict=True) if cap]
+def _thresholds(sql: _Statements, columns: list[_Columns]) -> list[str]:
+    """Table `thresholds` (when a column is capped): per result day, each capped column's
+    winsorization threshold. The capped columns."""
+    capped = [c for mc in columns for c, cap in zip(mc.names, mc.capped, strict=True) if cap]
     if capped:
         quantiles = "".join(QUANTILE.format(c=c, q=WINSOR_QUANTILE) for c in capped)
         sql.table("thresholds", THRESHOLDS_SQL.format(quantiles=quantiles))
+    return capped
 
-    # 6. Statistics per (result day, group).
+
+# --- 6. statistics per (result day, group) ------------------------------------------------------------
+
+# One result day at a time (a day's units in memory, not every day's): the capped values in a
+# fixed order (one sort), then aggregated by a single thread reading them in that order
+# (STATS_THREADS).
+STATS_ROWS = """
+SELECT u.r, u.g{capped} FROM unit_values AS u{join}
+WHERE u.r = {day}
+ORDER BY u.g, u.code
+"""
+STATS_SQL = """
+SELECT v.r, v.g, count(*) AS n{aggregates}
+FROM unit_stats AS v
+GROUP BY v.r, v.g ORDER BY v.r, v.g
+"""
+STATS_THREADS = 1
+CAPPED = ", least(u.{c}, coalesce(t.{c}, u.{c})) AS {c}"
+StatRows = dict[int, dict[int, dict[str, Any]]]  # result day -> group code -> statistic -> value
+
+
+def _statistics(sql: _Statements, columns: list[_Columns], capped: list[str], window: _Window) -> StatRows:
+    """Per result day and group: n, means, co-moments, pre-period units and whether any value."""
     aggregates = []
-    for mc in metric_columns:
+    for mc in columns:
         names = mc.names
         aggregates += [f",\n    avg({c}) AS {c}_mean" for c in names]
         for i, left in enumerate(names):
@@ -559,50 +756,18 @@ def _analyse(
             f",\n    count(*) FILTER (WHERE {' OR '.join(f'{c} <> 0' for c in mc.pre)}) AS {names[0]}_nz"
         )
         aggregates.append(f",\n    bool_or({' OR '.join(f'{c} <> 0' for c in mc.post)}) AS {names[0]}_any")
-    all_names = [c for mc in metric_columns for c in mc.names]
+    all_names = [c for mc in columns for c in mc.names]
     capped_sql = "".join(CAPPED.format(c=c) if c in capped else f", u.{c}" for c in all_names)
     join = "\nLEFT JOIN thresholds AS t ON t.r = u.r" if capped else ""
-    rows = []
-    for r in range(first_result, n_days):
+    by_day: StatRows = {}
+    for r in window.days:
         sql.table("unit_stats", STATS_ROWS.format(capped=capped_sql, join=join, day=r))
-        names, stats = _in_order(con, STATS_SQL.format(aggregates="".join(aggregates)))
-        rows += [dict(zip(names, row, strict=True)) for row in stats]
+        names, stats = _in_order(sql.con, STATS_SQL.format(aggregates="".join(aggregates)))
+        for row in stats:
+            named = dict(zip(names, row, strict=True))
+            by_day.setdefault(named["r"], {})[named["g"]] = named
         sql.drop("unit_stats")
-    by_day: dict[int, dict[int, dict[str, Any]]] = {}
-    for row in rows:
-        by_day.setdefault(row["r"], {})[row["g"]] = row
-    new_units: dict[int, dict[int, int]] = {}
-    for e_day, g, count in con.execute(UNITS_PER_DAY).fetchall():
-        new_units.setdefault(e_day, {})[g] = count
-
-    results: list[DayResult] = []
-    first_seen: dict[str, str] = {}
-    last_seen: dict[str, str] = {}
-    units = [0] * len(analysed)
-    for d in range(first_result, n_days):
-        ds = days[d]
-        if progress:
-            progress(ds)
-        for g, count in new_units.get(d, {}).items():
-            units[g] += count
-        day_rows = by_day.get(d, {})
-        records = []
-        for mc in metric_columns:
-            metric = mc.metric
-            if any(row[f"{mc.names[0]}_any"] for row in day_rows.values()):
-                first_seen.setdefault(metric.id, ds)
-                last_seen[metric.id] = ds
-            for g, gid in enumerate(analysed):
-                group_row = day_rows.get(g)
-                if group_row is not None:
-                    records.append(_record(plan, metric, mc, group_row, ds, gid))
-        results.append(DayResult(ds, records, dict(zip(analysed, units, strict=True))))
-
-    computed = [m for m in plan.metrics if metric_ids is None or m.id in metric_ids]
-    health = _health(
-        plan, results, healths[first_result:], crossover_units, exposed_units, first_seen, last_seen, computed
-    )
-    return Analysis(results, health)
+    return by_day
 
 
 def _in_order(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -614,6 +779,63 @@ def _in_order(con: duckdb.DuckDBPyConnection, query: str) -> tuple[list[str], li
         return [d[0] for d in cursor.description], cursor.fetchall()
     finally:
         con.execute(f"SET threads = {int(threads[0]) if threads else 1}")
+
+
+UNITS_PER_DAY = "SELECT e_day, g, count(*) FROM exposed WHERE g >= 0 GROUP BY e_day, g"
+
+
+def _new_units(con: duckdb.DuckDBPyConnection) -> dict[int, dict[int, int]]:
+    """Units first exposed per day and group code."""
+    new_units: dict[int, dict[int, int]] = {}
+    for e_day, g, count in con.execute(UNITS_PER_DAY).fetchall():
+        new_units.setdefault(e_day, {})[g] = count
+    return new_units
+
+
+# --- 7. records and health ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _MetricDays:
+    """Per metric id, the first and last result day with a non-zero value."""
+
+    first: dict[str, str]
+    last: dict[str, str]
+
+
+def _day_results(
+    plan: EntityPlan,
+    days: list[str],
+    window: _Window,
+    columns: list[_Columns],
+    rows: StatRows,
+    new_units: dict[int, dict[int, int]],
+    progress: Callable[[str], None] | None,
+) -> tuple[list[DayResult], _MetricDays]:
+    """Each result day's records and units per group; the days each metric had data."""
+    analysed = plan.analysed_groups
+    results: list[DayResult] = []
+    seen = _MetricDays({}, {})
+    units = [0] * len(analysed)
+    for d in window.days:
+        ds = days[d]
+        if progress:
+            progress(ds)
+        for g, count in new_units.get(d, {}).items():
+            units[g] += count
+        day_rows = rows.get(d, {})
+        records = []
+        for mc in columns:
+            metric = mc.metric
+            if any(row[f"{mc.names[0]}_any"] for row in day_rows.values()):
+                seen.first.setdefault(metric.id, ds)
+                seen.last[metric.id] = ds
+            for g, gid in enumerate(analysed):
+                group_row = day_rows.get(g)
+                if group_row is not None:
+                    records.append(_record(plan, metric, mc, group_row, ds, gid))
+        results.append(DayResult(ds, records, dict(zip(analysed, units, strict=True))))
+    return results, seen
 
 
 def _all_metrics(metrics: list[MetricPlan]) -> list[MetricPlan]:
@@ -657,17 +879,15 @@ def _record(
 def _health(
     plan: EntityPlan,
     results: list[DayResult],
-    healths: list[dict[str, int]],
-    crossover_units: int,
-    exposed_units: int,
-    first_seen: dict[str, str],
-    last_seen: dict[str, str],
+    healths: list[ExposureCounts],
+    exposure: _Exposure,
+    seen: _MetricDays,
     computed: list[MetricPlan],
-) -> dict[str, Any]:
+) -> AnalysisHealth:
     """The health checks of the latest day: exposures, SRM, crossover, invalid exposures, metrics.
 
     Only the `computed` metrics (all but those a `metric` refresh leaves alone) are judged."""
-    counts: dict[str, int] = {}
+    counts: ExposureCounts = {}
     for day_counts in healths:
         for key, value in day_counts.items():
             counts[key] = counts.get(key, 0) + int(value)
@@ -676,19 +896,20 @@ def _health(
     groups = [g for g in plan.groups if not g.get("disabled")]
     observed = [units.get(g["id"], 0) for g in groups]
     sizes = [float(g.get("size") or 0) for g in groups]
-    srm: dict[str, Any] = {"status": "pass", "p_value": None}
+    srm_status: str = "pass"
+    srm_p_value: float | None = None
     if sum(observed) > 0 and sum(sizes) > 0 and len(groups) > 1:
         check = srm_check(observed, sizes)
-        srm = {"status": check.status, "p_value": check.p_value}
-    missing = [m.id for m in computed if m.missing or m.id not in first_seen]
-    return {
-        "ds": latest.ds if latest else None,
-        "units": units,
-        "exposedUnits": exposed_units,
-        "crossoverUnits": crossover_units,
-        "srm": srm,
-        "exposures": counts,
-        "missingMetrics": missing,
-        "metricDates": {m.id: (first_seen.get(m.id), last_seen.get(m.id)) for m in computed},
-        "groups": [{"id": g["id"], "name": g["name"], "size": g.get("size")} for g in groups],
-    }
+        srm_status, srm_p_value = check.status, check.p_value
+    return AnalysisHealth(
+        ds=latest.ds if latest else None,
+        units=units,
+        exposed_units=exposure.units,
+        crossover_units=exposure.crossover,
+        srm_status=srm_status,
+        srm_p_value=srm_p_value,
+        exposures=counts,
+        missing_metrics=[m.id for m in computed if m.missing or m.id not in seen.first],
+        metric_dates={m.id: (seen.first.get(m.id), seen.last.get(m.id)) for m in computed},
+        groups=[HealthGroup(g["id"], g["name"], g.get("size")) for g in groups],
+    )

@@ -33,10 +33,23 @@ from aws_lambda_powertools import Logger
 from expconsole import aws, kinds
 from expconsole.days import ds_of
 from expconsole.errors import DomainError
+from expconsole.models.pulse import (
+    ExposureBalanceMetadata,
+    HasChecksMetadata,
+    HealthStatus,
+    MetricDates,
+    MetricsMetadata,
+    PulseHealth,
+    PulseHealthCheck,
+    PulseLoadRecord,
+    ReloadType,
+    SrmGroup,
+    SrmMetadata,
+)
 from expconsole.services import entities, event_names
 from expconsole.services.pulse import athena, daydata, engine
 from expconsole.services.pulse.aggregate import PARTS, DayEvents, aggregate_day
-from expconsole.services.pulse.analyse import Analysis, Parts, analyse
+from expconsole.services.pulse.analyse import Analysis, AnalysisHealth, ExposureCounts, Parts, analyse
 from expconsole.services.pulse.plan import DAY_MS, PRE_DAYS, EntityPlan, experiment_plan, holdout_plan
 from expconsole.store import dynamo, pulse_runs, s3
 from expconsole.store.group_stats import put_day
@@ -112,7 +125,7 @@ def _prepare(
 
 def _day_parts(
     con: Any, spill: engine.Spill, plan: EntityPlan, day: _Day
-) -> tuple[Parts, dict[str, int], bool]:
+) -> tuple[Parts, ExposureCounts, bool]:
     """The day's aggregate (local Parquet parts), its exposure counts, and whether it was recomputed:
     the stored aggregate when its stamp matches (not `full`), else the day's aggregate computed."""
     ds, keys, stamp = day.ds, day.listed.keys, day.stamp
@@ -156,7 +169,7 @@ def execute(
     if as_of is not None:
         cutoff = min(cutoff, _day_start(as_of) + DAY_MS)
     if cutoff <= plan.start_ms:
-        return Analysis([], {}), []
+        return Analysis([], None), []
     start_ds = ds_of(plan.start_ms)
     first = (dt.date.fromisoformat(start_ds) - dt.timedelta(days=PRE_DAYS)).isoformat()
     days = day_range(first, ds_of(cutoff - 1))
@@ -204,7 +217,9 @@ def _execute_days(
     progress: Progress | None,
 ) -> Analysis:
     """Each day's aggregate (computed or reused), then the combination into records."""
-    parts, healths, extra_healths = [], [], []
+    parts: list[Parts] = []
+    healths: list[ExposureCounts] = []
+    extra_healths: list[ExposureCounts] = []
     total = len(days) * 2 - PRE_DAYS + len(health_days)
     all_days = days + health_days
 
@@ -235,55 +250,48 @@ def _execute_days(
         step[0] += 1
 
     analysis = analyse(con, plan, days, parts, healths, PRE_DAYS, metric_ids, analysed)
-    counts = analysis.health.get("exposures")
-    if counts is not None:
-        for h in extra_healths:
-            for key, value in h.items():
-                counts[key] = counts.get(key, 0) + int(value)
-    return analysis
+    if analysis.health is None:
+        return analysis
+    return dataclasses.replace(analysis, health=analysis.health.with_exposures(extra_healths))
 
 
-def _previous_metric_dates(previous: dict[str, Any] | None) -> tuple[dict[str, tuple[Any, Any]], set[str]]:
+def _previous_metric_dates(previous: PulseHealth | None) -> tuple[dict[str, tuple[Any, Any]], set[str]]:
     """(metric -> (earliest, latest), missing metrics) of a stored health document."""
-    for check in (previous or {}).get("checks", []):
-        if check.get("type") == "metrics":
-            meta = check.get("metadata") or {}
-            dates = {
-                m["metric_name"]: (m["earliest_date"], m["latest_date"]) for m in meta.get("metrics", [])
-            }
-            return dates, set(meta.get("missingMetrics", []))
-    return {}, set()
+    meta = previous.metrics_check() if previous is not None else None
+    if meta is None:
+        return {}, set()
+    return {m.metric_name: (m.earliest_date, m.latest_date) for m in meta.metrics}, set(meta.missingMetrics)
+
+
+_SRM_STATUS: dict[str, HealthStatus] = {"pass": "PASSED", "warn": "WARNING", "fail": "FAILED"}
 
 
 def health_doc(
-    plan: EntityPlan, analysis: Analysis, now: int, previous: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    plan: EntityPlan, h: AnalysisHealth, now: int, previous: PulseHealth | None = None
+) -> PulseHealth:
     """`healthCheckStatus` and `healthChecks` (the contract's shape) from the latest analysis.
 
     Metrics the analysis did not compute (a `metric` refresh) keep what `previous` (the stored
     health document) said of them."""
-    h = analysis.health
-    units: dict[str, int] = h.get("units", {})
+    units = h.units
     total = sum(units.values())
-    groups = h.get("groups", [])
-    sizes = sum(float(g.get("size") or 0) for g in groups) or 1.0
-    srm = h.get("srm", {})
-    srm_status = {"pass": "PASSED", "warn": "WARNING", "fail": "FAILED"}.get(srm.get("status"), "PASSED")
-    exposures = h.get("exposures", {})
+    groups = h.groups
+    sizes = sum(float(g.size or 0) for g in groups) or 1.0
+    exposures = h.exposures
     invalid = sum(exposures.get(k, 0) for k in ("unknownGroup", "disabledGroup", "afterDecision"))
     all_exposures = invalid + exposures.get("valid", 0)
-    exposed = h.get("exposedUnits", 0)
-    crossover = 100.0 * h.get("crossoverUnits", 0) / exposed if exposed else 0.0
-    empty_group = total >= 100 and any(units.get(g["id"], 0) == 0 for g in groups)
-    balance = (
+    exposed = h.exposed_units
+    crossover = 100.0 * h.crossover_units / exposed if exposed else 0.0
+    empty_group = total >= 100 and any(units.get(g.id, 0) == 0 for g in groups)
+    balance: HealthStatus = (
         "FAILED"
         if empty_group
         else (
             "WARNING" if crossover > 1.0 or (all_exposures and invalid / all_exposures > 0.01) else "PASSED"
         )
     )
-    dates: dict[str, Any] = dict(h.get("metricDates", {}))
-    missing = list(h.get("missingMetrics", []))
+    dates: dict[str, tuple[Any, Any]] = dict(h.metric_dates)
+    missing = list(h.missing_metrics)
     old_dates, old_missing = _previous_metric_dates(previous)
     for m in plan.metrics:
         if m.id not in dates and m.id not in missing:
@@ -293,67 +301,67 @@ def health_doc(
                 missing.append(m.id)
     dates = {m.id: dates[m.id] for m in plan.metrics if m.id in dates}
     missing = [m.id for m in plan.metrics if m.id in missing]
-    base = {"primary_id_type": plan.id_type, "lastPulseLoadTime": now, "lastUpdatedDs": h.get("ds")}
-    checks: list[dict[str, Any]] = [
-        {
-            "name": "Pulse loaded",
-            "description": f"{exposed} units exposed up to {h.get('ds')}." if total else "No exposures yet.",
-            "status": "PASSED",
-            "type": "has_checks",
-            "metadata": {"type": "has_checks", **base},
-        },
-        {
-            "name": "Sample ratio",
-            "description": "Chi-squared test of the units per group against the configured sizes.",
-            "status": srm_status,
-            "type": "srm",
-            "metadata": {
-                "type": "srm",
-                "p_value": srm.get("p_value"),
-                "groups": [
-                    {
-                        "groupID": g["id"],
-                        "groupName": g["name"],
-                        "units": units.get(g["id"], 0),
-                        "expectedPercent": 100.0 * float(g.get("size") or 0) / sizes,
-                        "observedPercent": 100.0 * units.get(g["id"], 0) / total if total else None,
-                    }
+    checks = [
+        PulseHealthCheck(
+            name="Pulse loaded",
+            description=f"{exposed} units exposed up to {h.ds}." if total else "No exposures yet.",
+            status="PASSED",
+            type="has_checks",
+            metadata=HasChecksMetadata(
+                primary_id_type=plan.id_type, lastPulseLoadTime=now, lastUpdatedDs=h.ds
+            ),
+        ),
+        PulseHealthCheck(
+            name="Sample ratio",
+            description="Chi-squared test of the units per group against the configured sizes.",
+            status=_SRM_STATUS.get(h.srm_status, "PASSED"),
+            type="srm",
+            metadata=SrmMetadata(
+                p_value=h.srm_p_value,
+                groups=[
+                    SrmGroup(
+                        groupID=g.id,
+                        groupName=g.name,
+                        units=units.get(g.id, 0),
+                        expectedPercent=100.0 * float(g.size or 0) / sizes,
+                        observedPercent=100.0 * units.get(g.id, 0) / total if total else None,
+                    )
                     for g in groups
                 ],
-            },
-        },
-        {
-            "name": "Exposure balance",
-            "description": "Every enabled group gets units; few cross groups or have bad exposures.",
-            "status": balance,
-            "type": "exposure_balance",
-            "metadata": {
-                "type": "exposure_balance",
-                "crossoverPercent": crossover,
-                "unknownGroupExposures": exposures.get("unknownGroup", 0),
-                "disabledGroupExposures": exposures.get("disabledGroup", 0),
-                "exposuresAfterDecision": exposures.get("afterDecision", 0),
-                "validExposures": exposures.get("valid", 0),
-            },
-        },
-        {
-            "name": "Metrics",
-            "description": "Metrics with data, and the first and last day each had any.",
-            "status": "WARNING" if missing else "PASSED",
-            "type": "metrics",
-            "metadata": {
-                "type": "metrics",
-                "missingMetrics": missing,
-                "metrics": [
-                    {"metric_name": mid, "earliest_date": first, "latest_date": last}
+            ),
+        ),
+        PulseHealthCheck(
+            name="Exposure balance",
+            description="Every enabled group gets units; few cross groups or have bad exposures.",
+            status=balance,
+            type="exposure_balance",
+            metadata=ExposureBalanceMetadata(
+                crossoverPercent=crossover,
+                unknownGroupExposures=exposures.get("unknownGroup", 0),
+                disabledGroupExposures=exposures.get("disabledGroup", 0),
+                exposuresAfterDecision=exposures.get("afterDecision", 0),
+                validExposures=exposures.get("valid", 0),
+            ),
+        ),
+        PulseHealthCheck(
+            name="Metrics",
+            description="Metrics with data, and the first and last day each had any.",
+            status="WARNING" if missing else "PASSED",
+            type="metrics",
+            metadata=MetricsMetadata(
+                missingMetrics=missing,
+                metrics=[
+                    MetricDates(metric_name=mid, earliest_date=first, latest_date=last)
                     for mid, (first, last) in dates.items()
                 ],
-            },
-        },
+            ),
+        ),
     ]
-    statuses = {c["status"] for c in checks}
-    status = "FAILED" if "FAILED" in statuses else "WARNING" if "WARNING" in statuses else "PASSED"
-    return {"status": status, "checks": checks}
+    statuses = {c.status for c in checks}
+    status: HealthStatus = (
+        "FAILED" if "FAILED" in statuses else "WARNING" if "WARNING" in statuses else "PASSED"
+    )
+    return PulseHealth(status=status, checks=checks)
 
 
 def _failure_message(exc: Exception) -> str:
@@ -371,7 +379,7 @@ def load_pulse(
     kind: str,
     entity_id: str,
     *,
-    refresh: str = "full",
+    refresh: ReloadType = "full",
     metric_ids: list[str] | None = None,
     turbo: bool = False,
     creator: str = "Console API",
@@ -381,6 +389,36 @@ def load_pulse(
     run_id: str | None = None,
     created: int | None = None,
 ) -> dict[str, Any]:
+    """`load`, its history record as stored (the CLI prints it)."""
+    return load(
+        kind,
+        entity_id,
+        refresh=refresh,
+        metric_ids=metric_ids,
+        turbo=turbo,
+        creator=creator,
+        as_of=as_of,
+        now=now,
+        progress=progress,
+        run_id=run_id,
+        created=created,
+    ).doc()
+
+
+def load(
+    kind: str,
+    entity_id: str,
+    *,
+    refresh: ReloadType = "full",
+    metric_ids: list[str] | None = None,
+    turbo: bool = False,
+    creator: str = "Console API",
+    as_of: str | None = None,
+    now: int | None = None,
+    progress: Progress | None = None,
+    run_id: str | None = None,
+    created: int | None = None,
+) -> PulseLoadRecord:
     """Run the pipeline for one entity, recording it in the load history; the history record.
 
     `run_id`/`created` continue a queued load's record (services.pulse_loads) instead of adding one.
@@ -391,17 +429,17 @@ def load_pulse(
     end = min(now, plan.end_ms or now)
     if as_of is not None:
         end = min(end, _day_start(as_of) + DAY_MS - 1)
-    record: dict[str, Any] = {
-        "creatorName": creator,
-        "createdTime": created or now,
-        "finishedTime": None,
-        "finishedState": None,
-        "startDs": ds_of(plan.start_ms),
-        "endDs": ds_of(max(end, plan.start_ms)),
-        "reloadType": refresh,
-        "turboMode": turbo,
-    }
-    pulse_runs.put(kind, entity_id, run_id, record)
+    record = PulseLoadRecord(
+        creatorName=creator,
+        createdTime=created or now,
+        finishedTime=None,
+        finishedState=None,
+        startDs=ds_of(plan.start_ms),
+        endDs=ds_of(max(end, plan.start_ms)),
+        reloadType=refresh,
+        turboMode=turbo,
+    )
+    pulse_runs.put(kind, entity_id, run_id, record.doc())
     try:
         analysis, result_days = execute(
             plan,
@@ -411,27 +449,25 @@ def load_pulse(
             metric_ids=set(metric_ids) if refresh == "metric" and metric_ids else None,
             progress=progress,
         )
-        if kind == kinds.EXPERIMENT and result_days:
+        if kind == kinds.EXPERIMENT and result_days and analysis.health is not None:
             previous = (
-                (dynamo.get(kind, entity_id) or {}).get("_health")
+                PulseHealth.read((dynamo.get(kind, entity_id) or {}).get("_health"))
                 if refresh == "metric" and metric_ids
                 else None
             )
-            health = health_doc(plan, analysis, now, previous)
+            health = health_doc(plan, analysis.health, now, previous)
             health = event_names.amend_health(health, [m.id for m in plan.metrics])
-            dynamo.set_internal(kind, entity_id, "_health", health)
-        record.update(finishedState="success", finishedTime=int(time.time() * 1000))
-        if result_days:
-            record["endDs"] = result_days[-1]
+            dynamo.set_internal(kind, entity_id, "_health", health.doc())
+        record = record.finished("success", _now_ms(), end_ds=result_days[-1] if result_days else None)
     except Exception as exc:
-        record.update(
-            finishedState="failure",
-            finishedTime=int(time.time() * 1000),
-            message=_failure_message(exc),
-        )
+        record = record.finished("failure", _now_ms(), message=_failure_message(exc))
         logger.exception("Pulse load failed", extra={"kind": kind, "id": entity_id, "run": run_id})
         with contextlib.suppress(Exception):  # the failure itself may be the table: keep the cause
-            pulse_runs.put(kind, entity_id, run_id, record)
+            pulse_runs.put(kind, entity_id, run_id, record.doc())
         raise
-    pulse_runs.put(kind, entity_id, run_id, record)
+    pulse_runs.put(kind, entity_id, run_id, record.doc())
     return record
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
