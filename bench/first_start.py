@@ -168,7 +168,7 @@ def load_page(base: str) -> tuple[float, list[tuple[str, float]]]:
     level = [(urljoin(base + "/", path), path.endswith(".js")) for path in PAGE_ASSETS.findall(html.decode())]
     with ThreadPoolExecutor(BROWSER_CONNECTIONS) as pool:
         while level:
-            level = [(url, is_js) for url, is_js in level if url not in seen]
+            level = [(url, is_js) for url, is_js in dict.fromkeys(level) if url not in seen]
             seen.update(url for url, _ in level)
             answers = list(pool.map(lambda item: (item, *fetch(item[0])), level))
             following = []
