@@ -66,6 +66,8 @@ class Start:
     warm_signin_s: float = 0.0
     error: str = ""
     requests: list[tuple[str, float]] = field(default_factory=list)
+    base_install_s: float = 0.0  # this run's baseline, measured just before it
+    base_import_s: float = 0.0
 
 
 def free_port() -> int:
@@ -292,19 +294,12 @@ def first_start(
     return start, commit
 
 
-def report(
-    starts: list[Start],
-    base_install: list[float],
-    base_import_ms: list[float],
-    browser: bool,
-    signin_after: float,
-) -> None:
-    install = statistics.median(base_install)
-    imported = statistics.median(base_import_ms) / 1000
-    print(
-        f"baseline: python -m venv + pip install {' '.join(BASELINE_PACKAGES)} (empty cache) "
-        f"{install:.1f} s; a fresh `{BASELINE_IMPORT}` {imported * 1000:.0f} ms"
-    )
+def report(starts: list[Start], browser: bool, signin_after: float) -> None:
+    installs = ", ".join(f"{s.base_install_s:.1f}" for s in starts)
+    imports = ", ".join(f"{s.base_import_s * 1000:.0f}" for s in starts)
+    packages = " ".join(BASELINE_PACKAGES)
+    print(f"baseline, each run's own: python -m venv + pip install {packages} (empty cache): {installs} s;")
+    print(f"  then a fresh interpreter's `{BASELINE_IMPORT}` (median of 6): {imports} ms")
     how = (
         "chromium (Playwright)" if browser else f"HTTP, {BROWSER_CONNECTIONS} requests at a time as a browser"
     )
@@ -320,14 +315,14 @@ def report(
             print(f"{number:<4} FAILED: {start.error}")
             continue
         line = (
-            f"{number:<4} {start.url_s:>7.1f} {start.url_s / install:>7.2f} {start.install_s:>10.1f} "
-            f"{start.server_s:>9.1f}"
+            f"{number:<4} {start.url_s:>7.1f} {start.url_s / start.base_install_s:>7.2f} "
+            f"{start.install_s:>10.1f} {start.server_s:>9.1f}"
         )
         if start.error:
             print(f"{line}  {start.error}")
             continue
         print(
-            f"{line} {start.page_s:>7.2f} {start.page_s / imported:>9.2f} {start.signin_s:>10.2f} "
+            f"{line} {start.page_s:>7.2f} {start.page_s / start.base_import_s:>9.2f} {start.signin_s:>10.2f} "
             f"{start.warm_page_s:>12.2f} {start.warm_signin_s:>15.2f}"
         )
     for number, start in enumerate(starts, 1):
@@ -378,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "note: the working tree has uncommitted changes; the clone has HEAD without them", file=sys.stderr
         )
-    starts, installs, imports = [], [], []
+    starts: list[Start] = []
     commit = ""
     for _ in range(args.repeat):
         folder = Path(tempfile.mkdtemp(prefix="expconsole-first-start-"))
@@ -386,8 +381,6 @@ def main(argv: list[str] | None = None) -> int:
             pip_config = not args.no_pip_config
             baseline_env = clean_environment(folder / "baseline-cache", pip_config=pip_config)
             install_s, import_ms = baseline_install(python, folder, baseline_env)
-            installs.append(install_s)
-            imports.append(import_ms)
             env = clean_environment(folder / "cache", pip_config=pip_config)  # empty caches of its own
             start, commit = first_start(
                 args.rev,
@@ -397,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
                 timeout=args.timeout,
                 signin_after=args.signin_after,
             )
+            start.base_install_s, start.base_import_s = install_s, import_ms / 1000
             starts.append(start)
         finally:
             if args.keep:
@@ -408,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         f"commit {commit[:12]} ({args.rev}), venv Python {python}, {config}, {os.cpu_count()} CPUs, "
         f"load average {os.getloadavg()[0]:.1f}"
     )
-    report(starts, installs, imports, args.browser, args.signin_after)
+    report(starts, args.browser, args.signin_after)
     return 1 if any(s.error for s in starts) else 0
 
 
