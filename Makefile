@@ -12,14 +12,34 @@ ifdef SERVER_SECRET
 SERVE_ARGS += --server-secret $(SERVER_SECRET)
 endif
 
-.PHONY: install install-sam build chromium serve test test-fast lint typecheck format openapi bench bench-built bench-pulse bench-load bench-sdk clean
+.PHONY: install install-serve install-sam build chromium serve test test-fast lint typecheck format openapi bench bench-built bench-pulse bench-load bench-sdk bench-first-start clean
 
+# Two installs into one venv, each with its stamp. `make serve` installs what serving the whole
+# product needs: the runtime, the local server and the statistics engines (.[local,stats]); the
+# development tools (.[dev]: pytest, mypy, ruff, Playwright, the Statsig SDKs, ...) come on top
+# of it with `make test` and the other targets.
+SERVE_SET := -e '.[local,stats]'
+DEV_SET := -e '.[dev]'
+install-serve: $(VENV)/.installed-serve
 install: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# $(call venv_install,REQUIREMENTS): uv (installed into the venv by pip, from PyPI) resolves,
+# downloads and unpacks in parallel: the serving set in seconds where pip takes half a minute
+# (bench/README.md, first start). uv reads no pip configuration, so where it cannot install (an
+# index that only pip.conf names), pip does. Bytecode is compiled at install, as pip does: the
+# sandboxes import boto3, pydantic and Powertools at every cold start, and where
+# PYTHONDONTWRITEBYTECODE is set nothing would ever write it.
+venv_install = { $(BIN)/python -m uv --version >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet uv; } \
+	&& $(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1) \
+	|| { echo "uv could not install $(1); installing with pip" >&2; $(BIN)/python -m pip install --quiet $(1); }
+
+$(VENV)/.installed-serve: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(call venv_install,$(SERVE_SET))
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-serve
+	$(call venv_install,$(DEV_SET))
 	touch $@
 
 # aws-sam-cli pins versions that conflict with ours, so it lives in its own venv.
@@ -66,13 +86,17 @@ chromium: $(CHROMIUM)
 $(CHROMIUM):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 
-serve: install
+serve: install-serve
 	$(BIN)/expconsole serve --host $(HOST) --port $(PORT) $(SERVE_ARGS)
 
 test: install install-sam chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	SAM_CLI=$(abspath $(SAM_VENV))/bin/sam $(BIN)/python -m pytest -n auto --cov
+
+# The unit and functional suites: no SAM CLI, no browser, no end-to-end servers.
+test-fast: install
+	$(BIN)/python -m pytest -n auto -m 'not sam' tests/unit tests/functional
 
 lint: install
 	$(BIN)/ruff check .
@@ -111,6 +135,12 @@ bench-load: install
 SDK_ARGS ?=
 bench-sdk: install
 	$(BIN)/python bench/sdk.py $(SDK_ARGS)
+
+# A fresh clone's `make serve` with empty package caches, to the printed URL and the first page;
+# it installs in its own clone, so it needs nothing here. FIRST_START_ARGS="--repeat 3" for more runs.
+FIRST_START_ARGS ?=
+bench-first-start:
+	$(PYTHON) bench/first_start.py $(FIRST_START_ARGS)
 
 clean:
 	rm -rf $(VENV) $(SAM_VENV) .aws-sam .pytest_cache .ruff_cache .mypy_cache .coverage

@@ -114,6 +114,13 @@ def _parser() -> argparse.ArgumentParser:
         help="stop a sandbox idle this long, as Lambda reclaims idle environments; the next request "
         "starts a new one (default: %(default)s)",
     )
+    serve.add_argument(
+        "--no-warm",
+        dest="warm",
+        action="store_false",
+        help="start no sandbox before its first request (by default the server starts those the web "
+        "console's first page and sign-in call, so that neither waits for a cold start)",
+    )
     _backend_arguments(serve)
     serve.add_argument("--ephemeral", action="store_true", help="start empty and write nothing to disk")
     serve.set_defaults(run=_serve, command="serve")
@@ -273,6 +280,7 @@ def _serve(args: argparse.Namespace) -> int:
         quiet=args.quiet,
         max_concurrency=args.max_concurrency,
         idle_seconds=args.idle_seconds,
+        warm=args.warm,
     )
     try:
         server.start()

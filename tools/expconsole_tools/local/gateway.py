@@ -294,6 +294,7 @@ class _Sandbox:
         )
         self.pid = self.process.pid
         self._started = time.monotonic()
+        self.cold_start_s = 0.0  # from the process's start to its handler imported
         self.idle_since = self._started
         self._cold_allowance = 0.0
         self._replies: queue.Queue[dict[str, Any] | None] = queue.Queue()
@@ -334,7 +335,8 @@ class _Sandbox:
             message["environment"] = {**message["environment"], **self.artifact.environment(function)}
         limit = INIT_LIMIT_S + function.timeout_s
         self._request(message, limit, "initialising", f"did not initialise within {limit:g} s")
-        self._cold_allowance = max(0.0, INIT_LIMIT_S - (time.monotonic() - self._started))
+        self.cold_start_s = time.monotonic() - self._started
+        self._cold_allowance = max(0.0, INIT_LIMIT_S - self.cold_start_s)
 
     def invoke(self, event: dict[str, Any], redact: list[str]) -> Any:
         timeout, allowance = self.function.timeout_s, self._cold_allowance
@@ -400,7 +402,11 @@ class _Pool:
     """The sandboxes of one function: idle ones are reused (warm), new ones started up to `limit`.
 
     Past the limit a request waits for a sandbox to be free, as Lambda throttles; locally that
-    is a wait rather than a 429.
+    is a wait rather than a 429. Below it, a request that finds every sandbox busy waits for one
+    to be free for at most as long as the function's last cold start took, and only then starts
+    another: Lambda would start one at once, on a CPU of its own, but here a cold start takes
+    cores the others need, and a burst of short requests (a browser loading the console's dozen
+    files at once, 5 ms each) would otherwise start a sandbox per file, each slower than waiting.
     """
 
     def __init__(self, function: Function, limit: int, artifact: Artifact | None = None) -> None:
@@ -411,7 +417,27 @@ class _Pool:
         self._idle: list[_Sandbox] = []
         self._live: set[_Sandbox] = set()
         self._starting = 0
+        self._warming = 0  # sandboxes started ahead of any request (warm())
+        self._cold_start_s = 0.0  # the last cold start's duration: how long to wait for a busy one
         self._closed = False
+
+    def warm(self) -> None:
+        """Start a sandbox ahead of its first request, left idle once its handler is imported;
+        nothing if the function has one already. Requests that come meanwhile wait for it."""
+        with self._ready:
+            if self._closed or self._live or self._starting or self._warming:
+                return
+            self._warming += 1
+            self._starting += 1
+        try:
+            self._release(self._start(), True)
+        except InvocationError as exc:  # its first request will start one and answer the error
+            if not self._closed:  # a start cut short by the server stopping is no failure
+                _log_failure(f"{self.function.logical_id} could not be started ahead of its requests", exc)
+        finally:
+            with self._ready:
+                self._warming -= 1
+                self._ready.notify_all()
 
     def invoke(self, event: dict[str, Any], redact: list[str]) -> Any:
         sandbox = self._acquire()
@@ -432,14 +458,24 @@ class _Pool:
     def _acquire(self) -> _Sandbox | None:
         """A warm sandbox, or None when the caller should start one."""
         with self._ready:
+            patience: float | None = None  # until when to wait for a busy sandbox rather than start one
             while True:
                 if self._closed:
                     raise ServerStopping(f"{self.function.logical_id}: the server is stopping")
                 if self._idle:
                     return self._idle.pop()  # the most recently used: the warmest
+                if self._warming:  # started ahead of any request: the first to be free
+                    self._ready.wait()
+                    continue
                 if len(self._live) + self._starting < self.limit:
-                    self._starting += 1
-                    return None
+                    if patience is None:
+                        patience = time.monotonic() + (self._cold_start_s if self._live else 0.0)
+                    remaining = patience - time.monotonic()
+                    if remaining <= 0:
+                        self._starting += 1
+                        return None
+                    self._ready.wait(remaining)
+                    continue
                 self._ready.wait()
 
     def _start(self) -> _Sandbox:
@@ -464,6 +500,8 @@ class _Pool:
         except InvocationError:
             self._release(sandbox, False)  # an init that failed is retried in a new sandbox
             raise
+        with self._ready:
+            self._cold_start_s = sandbox.cold_start_s
         return sandbox
 
     def _release(self, sandbox: _Sandbox, healthy: bool) -> None:
@@ -506,8 +544,9 @@ class Functions:
     A sandbox is a worker process (sandbox.py) that imports the function's module once and then
     serves one invocation at a time; with an `artifact`, from the build folder as Lambda would
     (artifact.py). Concurrent invocations of a function go to different
-    sandboxes, started on demand up to `max_concurrency` per function; past that, they wait for
-    one to be free. Nothing starts before the first request, and idle sandboxes are reused; one
+    sandboxes, started on demand up to `max_concurrency` per function (see _Pool for how long a
+    request waits for a busy one first); past that, they wait for one to be free. Nothing starts
+    before the first request unless `warm` asks, and idle sandboxes are reused; one
     idle for `idle_seconds` is stopped (as Lambda reclaims idle environments), and the next
     request past the warm ones starts a new one.
 
@@ -555,6 +594,15 @@ class Functions:
 
         `redact`: values (the caller's key) the sandbox masks in its log and its errors.
         """
+        return self._pool(function).invoke(event, list(redact))
+
+    def warm(self, function: Function) -> None:
+        """Start a sandbox of the function ahead of its first request (see _Pool.warm); returns
+        once its handler is imported (or failed to be)."""
+        with contextlib.suppress(ServerStopping):
+            self._pool(function).warm()
+
+    def _pool(self, function: Function) -> _Pool:
         with self._lock:
             if self._closed:
                 raise ServerStopping(f"{function.logical_id}: the server is stopping")
@@ -564,7 +612,7 @@ class Functions:
             if self._reaper is None:
                 self._reaper = threading.Thread(target=self._reap, name="sandbox-reaper", daemon=True)
                 self._reaper.start()
-        return pool.invoke(event, list(redact))
+        return pool
 
     def close(self) -> None:
         """Stop every sandbox (each gets its stdin closed, then a moment to exit) and reap them."""
@@ -667,6 +715,26 @@ class Gateway:
     def start(self) -> None:
         """Start what runs beside requests (the stream emulation), once the backend is up."""
         self.stream.start()
+
+    def warm(self, requests: Iterable[tuple[str, str]]) -> None:
+        """Start a sandbox of each function that would answer these requests (`(method, path)`),
+        their authorizers first, one after the other in that order, ahead of the requests; returns
+        once they are ready. A request that comes meanwhile waits for its function's sandbox."""
+        for function in self.functions_answering(requests):
+            self.functions.warm(function)
+
+    def functions_answering(self, requests: Iterable[tuple[str, str]]) -> list[Function]:
+        """The functions a request to each of these routes invokes, in order, each once."""
+        found: dict[str, Function] = {}
+        for method, path in requests:
+            match = self.routes.match(method, path)
+            if match is None:
+                continue
+            route = match[0]
+            for function in [route.authorizer.function] if route.authorizer else []:
+                found.setdefault(function.logical_id, function)
+            found.setdefault(route.function.logical_id, route.function)
+        return list(found.values())
 
     def close(self) -> None:
         """Stop the stream emulation and the functions' sandboxes."""

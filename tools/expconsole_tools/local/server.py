@@ -48,6 +48,12 @@ from expconsole_tools.local.gateway import (
 from expconsole_tools.local.template import find_template, load_api
 
 DEFAULT_DATA_DIR = ".expconsole"
+# What the web console asks for first: the page and its files (the web function), then, once a key
+# is pasted, its check and the experiments list (the authorizer, the experiments and layers
+# functions). With `warm` the server starts their sandboxes: the page's before it prints its URL (a
+# cold start there would make a newcomer's first page take seconds), the others right after.
+FIRST_PAGE: tuple[tuple[str, str], ...] = (("GET", "/"),)
+SIGNED_IN: tuple[tuple[str, str], ...] = (("GET", "/console/v1/experiments"), ("GET", "/console/v1/layers"))
 _KEY_NAMES: tuple[tuple[KeyKind, str], ...] = (("console", "consoleKey"), ("server", "serverSecret"))
 _DRAIN_LIMIT = 64 * 1024 * 1024
 _HOP_HEADERS = frozenset({"content-length", "connection", "transfer-encoding"})
@@ -65,7 +71,8 @@ class LocalServer:
     Ephemeral servers keep everything in memory; otherwise state lives in `data_dir` (default
     `.expconsole` in the working directory) and survives a restart. Keys not given are generated.
     Each function runs in up to `max_concurrency` sandboxes at once (worker processes, started
-    when needed and stopped with the server). One server per process: it points this process's
+    when needed and stopped with the server); with `warm`, the web console's (FIRST_PAGE, then
+    SIGNED_IN) are started with the server. One server per process: it points this process's
     environment, which the sandboxes inherit, at its backend.
     """
 
@@ -85,6 +92,7 @@ class LocalServer:
         quiet: bool = False,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
+        warm: bool = False,
     ) -> None:
         self.host = host
         self.port = port
@@ -96,6 +104,7 @@ class LocalServer:
         self.quiet = quiet
         self.max_concurrency = max_concurrency
         self.idle_seconds = idle_seconds
+        self.warm = warm
         self.backend: EmbeddedBackend | None = None
         self.table_name = ""
         self.bucket_name = ""
@@ -136,6 +145,8 @@ class LocalServer:
             self._undo.append(_setdefault_environ({**api.environment, "POWERTOOLS_METRICS_DISABLED": "true"}))
             self._start_lambda_api(api, gateway.functions)
             self.api_key, self.server_secret = self._keys()
+            if self.warm:
+                gateway.warm(FIRST_PAGE)  # before the stream's first build, which would slow it down
             gateway.start()
         except BaseException:
             self.stop()
@@ -147,6 +158,10 @@ class LocalServer:
             daemon=True,
         )
         self._thread.start()
+        if self.warm:
+            threading.Thread(
+                target=gateway.warm, args=(SIGNED_IN,), name="expconsole-warm", daemon=True
+            ).start()
         return self
 
     def _keys(self) -> tuple[str, str]:
