@@ -102,7 +102,8 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# The runtime and tooling packages, with the pydantic plugin ([tool.mypy] in pyproject.toml).
+# mypy strict over the layer, the tools and the functions, with the pydantic plugin ([tool.mypy]
+# in pyproject.toml).
 typecheck: install
 	$(BIN)/mypy
 

@@ -116,13 +116,13 @@ def test_the_first_requests_of_a_function_get_sandboxes_at_once() -> None:
     assert len(FakeSandbox.created) == 2, "the second request waited for the first one's sandbox"
 
 
-def test_warming_starts_the_first_pages_functions_authorizer_first_and_no_other() -> None:
+def test_warming_starts_the_first_pages_functions_in_order_and_no_other() -> None:
     """What the web console loads first, as template.yaml routes it: the page (web function), then
-    the key check and the experiments list (authorizer, experiments, layers)."""
+    the experiments list (experiments, layers; each checks the key itself)."""
     FakeSandbox.init_gate.set()
     api = load_api(find_template(None))
     server_gateway = Gateway(api, Functions())
     server_gateway.warm(FIRST_PAGE + SIGNED_IN)
     started = [sandbox.function.logical_id for sandbox in FakeSandbox.created]
-    assert started == ["WebFunction", "AuthorizerFunction", "ExperimentsFunction", "LayersFunction"]
+    assert started == ["WebFunction", "ExperimentsFunction", "LayersFunction"]
     server_gateway.functions.close()

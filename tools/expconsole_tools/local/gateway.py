@@ -718,8 +718,8 @@ class Gateway:
 
     def warm(self, requests: Iterable[tuple[str, str]]) -> None:
         """Start a sandbox of each function that would answer these requests (`(method, path)`),
-        their authorizers first, one after the other in that order, ahead of the requests; returns
-        once they are ready. A request that comes meanwhile waits for its function's sandbox."""
+        one after the other in that order, ahead of the requests; returns once they are ready. A
+        request that comes meanwhile waits for its function's sandbox."""
         for function in self.functions_answering(requests):
             self.functions.warm(function)
 
@@ -731,8 +731,6 @@ class Gateway:
             if match is None:
                 continue
             route = match[0]
-            for function in [route.authorizer.function] if route.authorizer else []:
-                found.setdefault(function.logical_id, function)
             found.setdefault(route.function.logical_id, route.function)
         return list(found.values())
 

@@ -49,9 +49,9 @@ from expconsole_tools.local.template import find_template, load_api
 
 DEFAULT_DATA_DIR = ".expconsole"
 # What the web console asks for first: the page and its files (the web function), then, once a key
-# is pasted, its check and the experiments list (the authorizer, the experiments and layers
-# functions). With `warm` the server starts their sandboxes: the page's before it prints its URL (a
-# cold start there would make a newcomer's first page take seconds), the others right after.
+# is pasted, the experiments list (the experiments and layers functions, which check the key). With
+# `warm` the server starts their sandboxes: the page's before it prints its URL (a cold start there
+# would make a newcomer's first page take seconds), the others right after.
 FIRST_PAGE: tuple[tuple[str, str], ...] = (("GET", "/"),)
 SIGNED_IN: tuple[tuple[str, str], ...] = (("GET", "/console/v1/experiments"), ("GET", "/console/v1/layers"))
 _KEY_NAMES: tuple[tuple[KeyKind, str], ...] = (("console", "consoleKey"), ("server", "serverSecret"))
