@@ -22,6 +22,7 @@ from tests.e2e.client import ApiClient, assert_error, country, error_for, rule, 
 
 EXPERIMENTS = "/console/v1/experiments"
 GATES = "/console/v1/gates"
+ASSIGNMENT_SOURCES = "/console/v1/experiments/assignment_sources"
 
 
 class Console(ApiClient):
@@ -156,8 +157,25 @@ EXPERIMENT_FIELDS = {
 }
 
 
+def create_assignment_source(console: Console, name: str) -> None:
+    mapping = {"serviceUnitID": "userID", "column": "user_id"}
+    resp = console.post(
+        ASSIGNMENT_SOURCES,
+        json={
+            "name": name,
+            "sql": "SELECT user_id, ts, experiment_id, group_id FROM assignments",
+            "timestampColumn": "ts",
+            "experimentIDColumn": "experiment_id",
+            "groupIDColumn": "group_id",
+            "idTypeMapping": [mapping],
+        },
+    )
+    assert resp.status_code == 201, resp.text
+
+
 def test_create_with_every_writable_field_keeps_each(console: Console) -> None:
     gate_id = console.create_gate()
+    create_assignment_source(console, "assignments")
     suffix = uid()
     body: dict[str, Any] = {
         "name": f"Full {suffix}",
@@ -644,6 +662,25 @@ def test_targeting_gate_must_exist(console: Console) -> None:
     # The gate's experiment_references lists the experiment (top-level targetingGateID).
     refs = console.get(f"{GATES}/{gate_id}/experiment_references").json()["data"]
     assert exp["id"] in [r["id"] for r in refs]
+
+
+def test_assignment_source_must_exist(console: Console) -> None:
+    """An experiment analysed from a warehouse names its assignment source, which must exist (as
+    a gate, layer, holdout or metric it names must): a typo would leave it with no data."""
+    missing = f"no source {uid()}"
+    body = assert_error(
+        console.post(EXPERIMENTS, json={"name": f"exp {uid()}", "assignmentSourceName": missing}),
+        400,
+        "assignmentSourceName",
+    )
+    assert missing in body["message"]
+    name = f"assignments {uid()}"
+    create_assignment_source(console, name)
+    exp = console.create(assignmentSourceName=name)
+    assert exp["assignmentSourceName"] == name
+    patched = console.patch(f"{EXPERIMENTS}/{exp['id']}", json={"assignmentSourceName": missing})
+    assert_error(patched, 400, "assignmentSourceName")
+    assert console.experiment(exp["id"])["assignmentSourceName"] == name
 
 
 def test_layer_must_exist_and_none_do_yet(console: Console) -> None:

@@ -561,6 +561,9 @@ def _check_references(doc: Doc, fields: Iterable[str]) -> None:
         entities.require_exists(kinds.GATE, doc["targetingGateID"], "targetingGateID")
     if "layerID" in fields and doc.get("layerID"):
         entities.require_exists(kinds.LAYER, doc["layerID"], "layerID")
+    if "assignmentSourceName" in fields and doc.get("assignmentSourceName"):
+        # Sources are stored under their name; deleting one an experiment names is a 409 already.
+        entities.require_exists(kinds.ASSIGNMENT_SOURCE, doc["assignmentSourceName"], "assignmentSourceName")
     if "holdoutIDs" in fields:
         for index, holdout_id in enumerate(doc.get("holdoutIDs") or []):
             entities.require_exists(kinds.HOLDOUT, holdout_id, f"holdoutIDs[{index}]")
@@ -577,7 +580,14 @@ def _check_references(doc: Doc, fields: Iterable[str]) -> None:
             rules_common.check_condition_targets(rule, f"inlineTargetingRules[{r_index}]")
 
 
-REFERENCE_FIELDS = ("targetingGateID", "layerID", "holdoutIDs", *METRIC_LISTS, "inlineTargetingRules")
+REFERENCE_FIELDS = (
+    "targetingGateID",
+    "layerID",
+    "assignmentSourceName",
+    "holdoutIDs",
+    *METRIC_LISTS,
+    "inlineTargetingRules",
+)
 PLACEMENT_FIELDS = ("layerID", "userBuckets", "allocation", "idType")
 
 
