@@ -29,9 +29,11 @@ install: $(VENV)/.installed
 # index that only pip.conf names), pip does. Bytecode is compiled at install, as pip does: the
 # sandboxes import boto3, pydantic and Powertools at every cold start, and where
 # PYTHONDONTWRITEBYTECODE is set nothing would ever write it.
-venv_install = { $(BIN)/python -m uv --version >/dev/null 2>&1 || $(BIN)/python -m pip install --quiet uv; } \
-	&& $(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(BIN)/python $(1) \
-	|| { echo "uv could not install $(1); installing with pip" >&2; $(BIN)/python -m pip install --quiet $(1); }
+# $(call venv_install_into,PYTHON,REQUIREMENTS) does the same for the venv of that interpreter.
+venv_install = $(call venv_install_into,$(BIN)/python,$(1))
+venv_install_into = { $(1) -m uv --version >/dev/null 2>&1 || $(1) -m pip install --quiet uv; } \
+	&& $(1) -m uv pip install --quiet --compile-bytecode --python $(1) $(2) \
+	|| { echo "uv could not install $(2); installing with pip" >&2; $(1) -m pip install --quiet $(2); }
 
 $(VENV)/.installed-serve: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,8 +49,7 @@ install-sam: $(SAM_VENV)/.installed
 
 $(SAM_VENV)/.installed:
 	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
-	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli>=1.120'
+	$(call venv_install_into,$(SAM_VENV)/bin/python,'aws-sam-cli>=1.120')
 	touch $@
 
 # The functions' runtime (template.yaml: Runtime python3.12, x86_64). `sam build` builds without a
