@@ -18,8 +18,11 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parents[2]
 MAKEFILE = ROOT / "Makefile"
 SERVE_EXTRAS = ("local", "stats")
-# In the dev extra as the tests' HTTP client, and a dependency of moto's (so of serving) as well.
-SHARED_WITH_SERVING = {"requests"}
+# In the dev extra as the tests' HTTP client, and a dependency of moto's (so of serving) as well;
+# moto itself, which the dev extra asks for with its server extra (CloudFormation for the stand-in
+# account), whose dependencies serving must not bring (checked below).
+SHARED_WITH_SERVING = {"requests", "moto"}
+SERVER_EXTRA_ONLY = {"cfn-lint", "openapi-spec-validator", "sympy", "networkx"}
 
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="GNU make is not on PATH")
 
@@ -61,6 +64,7 @@ def test_the_serving_set_brings_none_of_the_development_tools() -> None:
     dev_tools = {canonicalize_name(r.name) for r in _extra("dev")} - {"expconsole"} - SHARED_WITH_SERVING
     assert {"moto", "duckdb", "scipy", "flask"} <= serving  # the closure was walked
     assert not serving & dev_tools, f"make serve would install {sorted(serving & dev_tools)}"
+    assert not serving & SERVER_EXTRA_ONLY, f"make serve would install {sorted(serving & SERVER_EXTRA_ONLY)}"
     # The development install is the serving one plus the tools: the tests run what serving runs.
     itself = [set(r.extras) for r in _extra("dev") if canonicalize_name(r.name) == "expconsole"]
     assert itself == [set(SERVE_EXTRAS)]
