@@ -9,7 +9,7 @@ attributes).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
@@ -24,6 +24,10 @@ class StoredModel(BaseModel):
         validate_by_alias=True,
         validate_assignment=True,
     )
+
+    # The entity's kind (expconsole.kinds), which services.entities stores it under; a kind's
+    # stored model sets it, the models of parts of one (a `_state`) leave it empty.
+    KIND: ClassVar[str] = ""
 
     @classmethod
     def read(cls, doc: Mapping[str, Any]) -> Self:
