@@ -10,8 +10,10 @@ import pytest
 from expconsole import context, kinds
 from expconsole.api.errors import status_of
 from expconsole.errors import Conflict, Invalid
+from expconsole.models.gates import GateState, StoredGate
 from expconsole.services import entities
 from expconsole.services.common import lifecycle
+from tests.unit.test_gates_models import STORED
 
 
 @pytest.fixture
@@ -85,3 +87,30 @@ def test_a_change_to_an_archived_entity_is_a_400_naming_it() -> None:
     with pytest.raises(Invalid) as info:
         lifecycle.refuse_if_archived({"id": "p", "_state": {"archived": True}}, "Prompt")
     assert info.value.message == "Prompt 'p' is archived: unarchive it before changing it."
+
+
+@pytest.mark.parametrize(
+    ("doc", "archived"),
+    [
+        ({"_state": {"archived": True}}, True),
+        ({"_state": {"archived": False}}, False),
+        ({}, False),
+        ({"status": "archived"}, True),  # an older item's stored status
+        ({"_state": {"scheduledArchiveTime": 1_000}}, True),
+        ({"_state": {"scheduledArchiveTime": 3_000}}, False),
+    ],
+)
+def test_a_stored_model_reads_archived_as_its_document_does(doc: dict[str, object], archived: bool) -> None:
+    gate = StoredGate.read({**STORED, "_state": {}, **doc})
+    assert lifecycle.entity_is_archived(gate, now=2_000) is archived
+
+
+def test_archived_and_unarchived_states_are_what_the_document_functions_store() -> None:
+    state = GateState.read({"launched": True, "archived": False, "note": "kept"})
+    archived = lifecycle.archived_state(state, "done")
+    doc: dict[str, object] = {"_state": state.doc()}
+    lifecycle.mark_archived(doc, "done")
+    assert archived.doc() == {**doc["_state"], "archivedTime": archived.archivedTime}  # type: ignore[dict-item]
+    unarchived = lifecycle.unarchived_state(archived, keep=("launched",))
+    lifecycle.mark_unarchived(doc, keep=("launched",))
+    assert unarchived.doc() == doc["_state"] == {"launched": True, "archived": False}

@@ -290,9 +290,10 @@ def get(config_id: str) -> DynamicConfig:
 
 def _rollout_rate(rules: list[Doc]) -> str | None:
     """The gates' rolloutRate (imported here: only this filter needs the gates service)."""
+    from expconsole.models.rules import is_everyone_rule
     from expconsole.services.gates import rollout_rate
 
-    return rollout_rate(rules)
+    return rollout_rate([r["passPercentage"] for r in rules], any(is_everyone_rule(r) for r in rules))
 
 
 def _matches(doc: Doc, q: DynamicConfigListQuery) -> bool:

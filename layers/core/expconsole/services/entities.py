@@ -18,12 +18,15 @@ import secrets
 import string
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from expconsole import config, context, kinds
 from expconsole.errors import Conflict, Invalid, NotFound
 from expconsole.models.stored import StoredModel
 from expconsole.store import dynamo
+
+if TYPE_CHECKING:
+    from expconsole.models.common import Owner, OwnerIn
 
 Doc = dict[str, Any]
 Stored = TypeVar("Stored", bound=StoredModel)
@@ -74,6 +77,13 @@ def owner_for(given: dict[str, Any] | None) -> dict[str, Any]:
         "ownerName": config.CREATOR_NAME,
         "ownerEmail": "",
     }
+
+
+def owner(given: OwnerIn | None) -> Owner:
+    """`owner_for`, from and to the models."""
+    from expconsole.models.common import Owner
+
+    return Owner.model_validate(owner_for(given.model_dump(mode="json") if given else None))
 
 
 def bookkeeping(creator_id: str | None = None, creator_email: str | None = None) -> Doc:

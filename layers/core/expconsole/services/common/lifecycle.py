@@ -13,9 +13,10 @@ an archived one, or unarchiving one that is not, is a 400.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from expconsole.errors import Invalid
+from expconsole.models.stored import StoredModel
 from expconsole.services import entities
 from expconsole.services.entities import Doc
 
@@ -94,3 +95,57 @@ def unarchive(
 
 def _update(kind: str) -> Write:
     return lambda entity_id, change: entities.update(kind, entity_id, change)
+
+
+# --- the same, on a kind's stored model ----------------------------------------------------------
+
+State = TypeVar("State", bound=StoredModel)
+
+
+def entity_is_archived(entity: StoredModel, now: int | None = None) -> bool:
+    """`is_archived` of a stored model: its `_state` (`state`), and an older item's stored
+    `status` (a key the model keeps as an extra unless it declares one)."""
+    state = getattr(entity, "state", None)
+    return is_archived(
+        {
+            "status": getattr(entity, "status", None),
+            "_state": state.model_dump() if isinstance(state, StoredModel) else {},
+        },
+        now,
+    )
+
+
+def refuse_if_entity_archived(
+    entity: StoredModel, label: str, advice: str = "unarchive it before changing it"
+) -> None:
+    """A change to an archived entity is a 400 naming it."""
+    if entity_is_archived(entity):
+        raise Invalid(f"{label} {_id(entity)!r} is archived: {advice}.")
+
+
+def refuse_archiving_twice(entity: StoredModel, label: str) -> None:
+    if entity_is_archived(entity):
+        raise Invalid(f"{label} {_id(entity)!r} is already archived.")
+
+
+def refuse_unless_entity_archived(entity: StoredModel, label: str) -> None:
+    if not entity_is_archived(entity):
+        raise Invalid(f"{label} {_id(entity)!r} is not archived.")
+
+
+def archived_state(state: State, reason: str | None) -> State:
+    """The `_state` of an entity archived now (`mark_archived`): what it held, and the archive."""
+    return state.model_copy(
+        update={"archived": True, "archiveReason": reason, "archivedTime": entities.now_ms()}
+    )
+
+
+def unarchived_state(state: State, keep: Iterable[str] = ()) -> State:
+    """The `_state` of an entity unarchived (`mark_unarchived`): only `keep` (a gate's `launched`)
+    stays, and `archived: false`."""
+    kept = {key: getattr(state, key, False) for key in keep}
+    return type(state).model_validate({**kept, "archived": False})
+
+
+def _id(entity: StoredModel) -> str:
+    return str(getattr(entity, entities.ID))
