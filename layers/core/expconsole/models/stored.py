@@ -9,6 +9,7 @@ attributes).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
@@ -36,6 +37,12 @@ class StoredModel(BaseModel):
     def doc(self) -> dict[str, Any]:
         """The document to store: internal fields under their `_` keys, only the keys set."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def set_sent(self, body: BaseModel, names: AbstractSet[str]) -> None:
+        """Set the fields of `names` that a request model sent, each validated as the stored
+        field's type from its JSON value (a request's nested model becomes the stored one)."""
+        for name in sorted(body.model_fields_set & names):
+            setattr(self, name, body.model_dump(mode="json", include={name})[name])
 
     def set_fields(self, values: Mapping[str, Any]) -> None:
         """Set fields from JSON values (a request's changes), each validated as the field's type."""
