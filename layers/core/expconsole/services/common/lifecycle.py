@@ -149,3 +149,26 @@ def unarchived_state(state: State, keep: Iterable[str] = ()) -> State:
 
 def _id(entity: StoredModel) -> str:
     return str(getattr(entity, entities.ID))
+
+
+Stored = TypeVar("Stored", bound=StoredModel)
+
+# The field of a kind's stored model holding its `_state`.
+STATE = "state"
+
+
+def archive_stored(model: type[Stored], entity_id: str, reason: str | None, *, label: str) -> Stored:
+    """`archive` of a kind whose stored model holds its archive in `state`, and whose archive
+    checks nothing else (a kind that does reads, checks and `entities.replace`s it itself)."""
+    entity = entities.load(model, entity_id)
+    refuse_archiving_twice(entity, label)
+    setattr(entity, STATE, archived_state(getattr(entity, STATE), reason))
+    return entities.replace(entity)
+
+
+def unarchive_stored(model: type[Stored], entity_id: str, *, label: str, keep: Iterable[str] = ()) -> Stored:
+    """`unarchive`, as `archive_stored`."""
+    entity = entities.load(model, entity_id)
+    refuse_unless_entity_archived(entity, label)
+    setattr(entity, STATE, unarchived_state(getattr(entity, STATE), keep))
+    return entities.replace(entity)
