@@ -191,10 +191,17 @@ def update(
 def replace(entity: Stored) -> Stored:
     """Store `entity`, read with `load` or `current` and changed since, as its next version: the
     bookkeeping set here, and 409 if the stored one moved on since it was read."""
-    read_version = int(getattr(entity, VERSION))
-    entity.set_fields(_next_version(read_version, int(getattr(entity, MODIFIED))))
+    read_version = stamp(entity)
     _write(type(entity).KIND, getattr(entity, ID), entity.doc(), read_version)
     return entity
+
+
+def stamp(entity: StoredModel) -> int:
+    """Make `entity` its next version, modified now by the calling key; the version it was read
+    at (what its write is conditional on)."""
+    read_version = int(getattr(entity, VERSION))
+    entity.set_fields(_next_version(read_version, int(getattr(entity, MODIFIED))))
+    return read_version
 
 
 def _next_version(version: int, last_modified: int) -> Doc:
