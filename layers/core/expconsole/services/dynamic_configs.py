@@ -326,7 +326,7 @@ def versions(config_id: str, page: int, limit: int) -> Page[DynamicConfig]:
 
 
 def _refuse_if_archived(config: StoredDynamicConfig) -> None:
-    lifecycle.refuse_if_entity_archived(config, "Dynamic config")
+    lifecycle.refuse_if_archived(config, "Dynamic config")
 
 
 # Update fields stored as sent (the others: `_apply_changes`).
@@ -401,11 +401,11 @@ def disable(config_id: str) -> DynamicConfig:
 
 def archive(config_id: str, force: bool, reason: str | None) -> DynamicConfig:
     """Archive (soft). `force` is accepted for the peer's sake: nothing refers to a config."""
-    return present(lifecycle.archive_stored(StoredDynamicConfig, config_id, reason, label="Dynamic config"))
+    return present(lifecycle.archive(StoredDynamicConfig, config_id, reason, label="Dynamic config"))
 
 
 def unarchive(config_id: str) -> DynamicConfig:
-    return present(lifecycle.unarchive_stored(StoredDynamicConfig, config_id, label="Dynamic config"))
+    return present(lifecycle.unarchive(StoredDynamicConfig, config_id, label="Dynamic config"))
 
 
 def delete(config_id: str) -> None:

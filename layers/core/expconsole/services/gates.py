@@ -309,7 +309,7 @@ def versions(gate_id: str, page: int, limit: int) -> Page[Gate]:
 
 
 def _refuse_if_archived(gate: StoredGate) -> None:
-    lifecycle.refuse_if_entity_archived(gate, "Gate")
+    lifecycle.refuse_if_archived(gate, "Gate")
 
 
 def _set_launched(gate: StoredGate, launched: bool) -> None:
@@ -408,7 +408,7 @@ def archive(gate_id: str, force: bool, reason: str | None) -> Gate:
 
 def unarchive(gate_id: str) -> Gate:
     gate = entities.load(StoredGate, gate_id)
-    lifecycle.refuse_unless_entity_archived(gate, "Gate")
+    lifecycle.refuse_unless_archived(gate, "Gate")
     gate.state = lifecycle.unarchived_state(gate.state, keep=("launched",))
     return present(entities.replace(gate))
 

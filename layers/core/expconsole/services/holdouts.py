@@ -345,7 +345,7 @@ _SET_AS_SENT = frozenset(HoldoutPatch.model_fields) - {"owner", "version"}
 
 def _update(holdout_id: str, body: HoldoutUpdate | HoldoutPatch) -> Holdout:
     def change(holdout: StoredHoldout) -> None:
-        lifecycle.refuse_if_entity_archived(holdout, "Holdout")
+        lifecycle.refuse_if_archived(holdout, "Holdout")
         holdout.set_sent(body, _SET_AS_SENT)
         if body.owner is not None:
             holdout.owner = entities.owner(body.owner)
@@ -377,7 +377,7 @@ def archive(holdout_id: str, reason: str | None) -> Holdout:
 
 def unarchive(holdout_id: str) -> Holdout:
     def change(holdout: StoredHoldout) -> None:
-        lifecycle.refuse_unless_entity_archived(holdout, "Holdout")
+        lifecycle.refuse_unless_archived(holdout, "Holdout")
         holdout.state = lifecycle.unarchived_state(holdout.state)
 
     return present(_write(holdout_id, change))

@@ -79,14 +79,14 @@ def patch(prompt_id: str, body: PromptPatch) -> Prompt:
     prompt = entities.load(StoredPrompt, prompt_id)
     if not partial.asks_change(body):
         return present(prompt)
-    lifecycle.refuse_if_entity_archived(prompt, LABEL)
+    lifecycle.refuse_if_archived(prompt, LABEL)
     prompt.set_sent(body, frozenset(PromptPatch.model_fields))
     return present(entities.replace(prompt))
 
 
 def archive(prompt_id: str, reason: str | None) -> Prompt:
-    return present(lifecycle.archive_stored(StoredPrompt, prompt_id, reason, label=LABEL))
+    return present(lifecycle.archive(StoredPrompt, prompt_id, reason, label=LABEL))
 
 
 def unarchive(prompt_id: str) -> Prompt:
-    return present(lifecycle.unarchive_stored(StoredPrompt, prompt_id, label=LABEL))
+    return present(lifecycle.unarchive(StoredPrompt, prompt_id, label=LABEL))

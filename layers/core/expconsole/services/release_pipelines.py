@@ -137,7 +137,7 @@ def list_pipelines(q: PipelineListQuery) -> Page[ReleasePipeline]:
 
 def update(pipeline_id: str, body: PipelineUpdate) -> ReleasePipeline:
     pipeline = entities.current(StoredPipeline, pipeline_id, body.version)
-    lifecycle.refuse_if_entity_archived(pipeline, LABEL)
+    lifecycle.refuse_if_archived(pipeline, LABEL)
     phases = _stored_phases(body.phases, pipeline.phases)
     _check_references(phases)
     if body.name is not None:
@@ -182,4 +182,4 @@ def archive(pipeline_id: str, force: bool, reason: str | None) -> ReleasePipelin
 
 
 def unarchive(pipeline_id: str) -> ReleasePipeline:
-    return present(lifecycle.unarchive_stored(StoredPipeline, pipeline_id, label=LABEL))
+    return present(lifecycle.unarchive(StoredPipeline, pipeline_id, label=LABEL))

@@ -192,7 +192,7 @@ def _require_type(segment: StoredSegment, wanted: str, action: str) -> None:
 
 
 def _refuse_if_archived(segment: StoredSegment) -> None:
-    lifecycle.refuse_if_entity_archived(segment, LABEL, "it cannot be changed")
+    lifecycle.refuse_if_archived(segment, LABEL, "it cannot be changed")
 
 
 def set_rules(segment_id: str, rules: list[SegmentRule]) -> Segment:
