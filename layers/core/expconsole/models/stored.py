@@ -68,11 +68,13 @@ def in_order(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
 
 
 class KeptOrder(StoredModel):
-    """A stored model whose item keeps its keys in the order they were read, for kinds whose keys
+    """A stored model whose item keeps its keys in the order they were read, for the items whose
+    answer is built in their key order: an experiment (services.experiments.present answers its
+    public keys as stored, `Experiment.of`) and a pulse load record (`presented`). Their keys
     follow their history (an experiment's key set after the create comes after `version`, one
-    popped and set again comes last; a metric's changed definition comes after every other key),
-    so writing one back in the declared order would move them. Keys set since are written after
-    them, in the declared order, as `dict.update` and `dict.pop` left them."""
+    popped and set again comes last), so writing one back in the declared order would move
+    them, and with them the answer's keys. Keys set since are written after them, in the
+    declared order, as `dict.update` and `dict.pop` left them."""
 
     _read_order: tuple[str, ...] = PrivateAttr(default=())
 
