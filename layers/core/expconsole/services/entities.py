@@ -140,22 +140,22 @@ def require_exists(kind: str, entity_id: str, field: str) -> None:
 
 
 @overload
-def insert(kind: Stored) -> Stored: ...
+def insert(entity: Stored, /) -> Stored: ...
 @overload
-def insert(kind: str, entity_id: str, doc: Doc) -> Doc: ...
-def insert(kind: Stored | str, entity_id: str = "", doc: Doc | None = None) -> Stored | Doc:
+def insert(kind: str, entity_id: str, doc: Doc, /) -> Doc: ...
+def insert(what: Stored | str, entity_id: str = "", doc: Doc | None = None, /) -> Stored | Doc:
     """Store version 1 of a new entity (a stored model, or a kind's id and document); 409 if the
     id is taken."""
-    if not isinstance(kind, str):
-        entity_id = getattr(kind, ID)
-    written = kind.doc() if not isinstance(kind, str) else doc
+    if isinstance(what, str):
+        kind, written = what, doc
+    else:
+        kind, entity_id, written = type(what).KIND, getattr(what, ID), what.doc()
     assert written is not None
-    name = _kind(kind if isinstance(kind, str) else type(kind))
     try:
-        dynamo.create(name, entity_id, written)
+        dynamo.create(kind, entity_id, written)
     except dynamo.StoreConflict:
-        raise Conflict(f"{kinds.LABEL[name]} with id {entity_id!r} already exists.") from None
-    return kind if not isinstance(kind, str) else written
+        raise Conflict(f"{kinds.LABEL[kind]} with id {entity_id!r} already exists.") from None
+    return written if isinstance(what, str) else what
 
 
 @overload
@@ -250,22 +250,22 @@ def through(model: type[Stored], change: Callable[[Stored], None]) -> Callable[[
 
 
 @overload
-def remove(kind: StoredModel) -> None: ...
+def remove(entity: StoredModel, /) -> None: ...
 @overload
-def remove(kind: str, entity_id: str, doc: Doc) -> None: ...
-def remove(kind: StoredModel | str, entity_id: str = "", doc: Doc | None = None) -> None:
+def remove(kind: str, entity_id: str, doc: Doc, /) -> None: ...
+def remove(what: StoredModel | str, entity_id: str = "", doc: Doc | None = None, /) -> None:
     """Delete the entity as read (a stored model, or a kind's id and document); 409 if it changed
     since."""
-    if isinstance(kind, str):
+    if isinstance(what, str):
         assert doc is not None
-        name, version = kind, int(doc["version"])
+        kind, version = what, int(doc["version"])
     else:
-        name, entity_id, version = type(kind).KIND, getattr(kind, ID), int(getattr(kind, VERSION))
+        kind, entity_id, version = type(what).KIND, getattr(what, ID), int(getattr(what, VERSION))
     try:
-        dynamo.delete(name, entity_id, expected_version=version)
+        dynamo.delete(kind, entity_id, expected_version=version)
     except dynamo.StoreConflict:
         raise Conflict(
-            f"{kinds.LABEL[name]} {entity_id!r} was changed by another request; read it again and retry."
+            f"{kinds.LABEL[kind]} {entity_id!r} was changed by another request; read it again and retry."
         ) from None
 
 
