@@ -22,7 +22,7 @@ from expconsole.models.dynamic_configs import (
     StoredDynamicConfig,
 )
 from expconsole.services import entities
-from expconsole.services.dynamic_configs import present
+from expconsole.services.dynamic_configs import present as present_stored
 from tests.unit.stored_items import CREATED_AND_MODIFIED, assert_state_optional, assert_written_back, written
 
 # A config as services/dynamic_configs.py writes it: a rule with rollouts, one with variants, and
@@ -92,6 +92,11 @@ STORED: dict[str, Any] = {
     "version": 2,
     "_state": {"archived": False},
 }
+
+
+def present(doc: dict[str, Any]) -> DynamicConfig:
+    """The answer to a stored item."""
+    return present_stored(StoredDynamicConfig.read(doc))
 
 
 def test_a_stored_config_reads_and_writes_back_byte_for_byte() -> None:

@@ -116,7 +116,7 @@ def test_set_fields_validates_json_values_as_the_stored_types() -> None:
 
 
 def test_the_answer_is_the_stored_public_fields_in_order_then_the_derived_ones() -> None:
-    gate = present(STORED, CHECKED)
+    gate = present(StoredGate.read(STORED), CHECKED)
     derived = {
         "status": "In Progress",
         "type": "TEMPORARY",
@@ -128,15 +128,16 @@ def test_the_answer_is_the_stored_public_fields_in_order_then_the_derived_ones()
 
 
 def test_an_answer_leaves_out_the_rule_and_condition_keys_the_store_leaves_out() -> None:
-    rules = present(STORED, CHECKED).model_dump(mode="json")["rules"]
+    rules = present(StoredGate.read(STORED), CHECKED).model_dump(mode="json")["rules"]
     assert rules[0]["conditions"][2] == {"type": "passes_gate", "targetValue": "other"}
     assert "pendingAutomatedRollouts" not in rules[0]
     assert rules[1] == STORED["rules"][1], "environments stays, as null"
 
 
 def test_older_shapes_answer_as_lifecycle_and_the_defaults_read_them() -> None:
-    assert present({**STORED, "status": "archived"}, CHECKED).status == "Archived"
-    assert present({k: v for k, v in STORED.items() if k not in INTERNAL}, CHECKED).type == "TEMPORARY"
+    assert present(StoredGate.read({**STORED, "status": "archived"}), CHECKED).status == "Archived"
+    without_internal = StoredGate.read({k: v for k, v in STORED.items() if k not in INTERNAL})
+    assert present(without_internal, CHECKED).type == "TEMPORARY"
 
 
 def test_request_fields_are_gate_fields_but_the_options_stored_elsewhere() -> None:

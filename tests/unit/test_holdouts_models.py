@@ -92,10 +92,10 @@ def test_set_fields_validates_json_values_as_the_stored_types() -> None:
 def test_the_answer_is_the_stored_public_fields_in_order_then_is_archived_and_permalink() -> None:
     answered = {k: v for k, v in STORED.items() if k != "_state"}
     permalink = entities.permalink(kinds.HOLDOUT, "h1")  # the request's base URL, if any
-    answer = present({**STORED, "_health": {}}).model_dump(mode="json")
+    answer = present(StoredHoldout.read({**STORED, "_health": {}})).model_dump(mode="json")
     assert written(answer) == written({**answered, "isArchived": False, "permalink": permalink})
     archived = {**STORED, "_state": {"archived": True, "archiveReason": None, "archivedTime": 5}}
-    assert present(archived).isArchived is True
+    assert present(StoredHoldout.read(archived)).isArchived is True
 
 
 def test_request_fields_are_holdout_fields() -> None:

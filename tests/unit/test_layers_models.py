@@ -64,7 +64,8 @@ def test_set_fields_validates_json_values_as_the_stored_types() -> None:
 
 
 def test_the_answer_is_the_stored_public_fields_in_order_then_holdouts_and_permalink() -> None:
-    answer = present({**STORED, "_health": {}}, {"checkout": ["h1"]}).model_dump(mode="json")
+    stored = StoredLayer.read({**STORED, "_health": {}})
+    answer = present(stored, {"checkout": ["h1"]}).model_dump(mode="json")
     permalink = entities.permalink(kinds.LAYER, "checkout")  # the request's base URL, if any
     assert written(answer) == written({**STORED, "holdoutIDs": ["h1"], "permalink": permalink})
 

@@ -67,9 +67,10 @@ def test_set_fields_validates_json_values_as_the_stored_types() -> None:
 
 def test_the_answer_is_the_stored_public_fields_in_order_then_is_archived() -> None:
     answered = {k: v for k, v in STORED.items() if k != "_state"}
-    assert written(present(STORED).model_dump(mode="json")) == written({**answered, "isArchived": False})
+    answer = present(StoredPrompt.read(STORED)).model_dump(mode="json")
+    assert written(answer) == written({**answered, "isArchived": False})
     archived = {**STORED, "_state": {"archived": True, "archiveReason": None, "archivedTime": 5}}
-    assert present(archived).isArchived is True
+    assert present(StoredPrompt.read(archived)).isArchived is True
 
 
 def test_request_fields_are_prompt_fields() -> None:

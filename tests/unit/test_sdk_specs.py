@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 from scipy import stats
 
+from expconsole.models.gates import StoredGate
 from expconsole.services import gates
 from expconsole.services.sdk import specs
 from expconsole.services.sdk.evaluator import Evaluator
 from expconsole.store.gate_checks import Usage
+from tests.unit.test_gates_models import STORED
 
 DAY_MS = 86_400_000
 NOW = 1_767_225_600_000  # 2026-01-01T00:00Z
@@ -402,8 +404,8 @@ def _hour(ms: int) -> str:
 
 
 def test_check_staleness() -> None:
-    young = {"createdTime": NOW - 2 * DAY_MS}
-    old = {"createdTime": NOW - 30 * DAY_MS}
+    young = NOW - 2 * DAY_MS  # created
+    old = NOW - 30 * DAY_MS
     assert gates.check_staleness(old, Usage(), NOW) == "STALE_EMPTY_CHECKS"
     assert gates.check_staleness(young, Usage(), NOW) is None
     recent = Usage(checks=5, last_checked=_hour(NOW - 3_600_000), first_checked=_hour(NOW - 20 * DAY_MS))
@@ -415,10 +417,14 @@ def test_check_staleness() -> None:
 
 
 def test_pass_rate_is_sampled_from_checks_when_there_are_any() -> None:
-    rollout = gate("g", [rule("r", [], 30)])
+    def stored(percent: float) -> StoredGate:
+        everyone = {"id": "r", "baseID": "r", "name": "r", "conditions": [], "environments": None}
+        return StoredGate.read({**STORED, "rules": [{**everyone, "passPercentage": percent}], "_state": {}})
+
+    rollout = stored(30)
     assert gates.pass_rate(rollout, Usage()) == "INBETWEEN"  # from the configuration
     assert gates.pass_rate(rollout, Usage(checks=10, passes=0)) == "0"
     assert gates.pass_rate(rollout, Usage(checks=10, passes=10)) == "100"
     assert gates.pass_rate(rollout, Usage(checks=10, passes=3)) == "INBETWEEN"
-    everyone = gate("g", [rule("r", [], 100)])
+    everyone = stored(100)
     assert gates.pass_rate(everyone, Usage()) == "100"

@@ -11,10 +11,11 @@ adds `status` and `permalink` after them, answers `targetApps` as one comma-sepa
 leaves out the optional fields the table holds as null, as the API has always answered them.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, field_validator
 
+from expconsole import kinds
 from expconsole.models.base import (
     Description,
     EntityName,
@@ -440,6 +441,8 @@ class StoredDynamicConfig(StoredModel, DynamicConfigFields):
     """A dynamic config as the table holds it: its fields (the optional ones null when unset)
     plus its archive state, never answered as such. An item without `_state` reads as not
     archived, and is written back without it unless a change sets it."""
+
+    KIND: ClassVar[str] = kinds.DYNAMIC_CONFIG
 
     state: ArchiveState = Field(default_factory=ArchiveState, alias="_state")
 

@@ -6,10 +6,11 @@ the order the API has always answered them. The request models list what a clien
 with the constrained types declared once below.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from expconsole import kinds
 from expconsole.models.base import (
     Description,
     EntityName,
@@ -338,6 +339,8 @@ class StoredGate(StoredModel, GateFields):
     `_type` or `_state` reads with the defaults, and is written back without them unless a
     change sets them.
     """
+
+    KIND: ClassVar[str] = kinds.GATE
 
     declared_type: DeclaredType | None = Field(None, alias="_type")
     state: GateState = Field(default_factory=GateState, alias="_state")

@@ -11,10 +11,11 @@ stored holdout (`StoredHoldout`) adds its archive state, the answer (`Holdout`) 
 and `permalink` after them, as the API has always answered them.
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
+from expconsole import kinds
 from expconsole.models.base import (
     Description,
     Number,
@@ -229,6 +230,8 @@ class StoredHoldout(StoredModel, HoldoutFields):
     An item without `_state` reads as not archived, and is written back without it unless a
     change sets it.
     """
+
+    KIND: ClassVar[str] = kinds.HOLDOUT
 
     state: ArchiveState = Field(default_factory=ArchiveState, alias="_state")
 

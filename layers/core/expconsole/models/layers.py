@@ -10,10 +10,11 @@ stored layer (`StoredLayer`) is just those, the answer (`Layer`) adds `holdoutID
 `permalink` after them, as the API has always answered them.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
+from expconsole import kinds
 from expconsole.models.base import (
     Description,
     PatchModel,
@@ -201,6 +202,8 @@ class LayerFields(ResponseModel):
 
 class StoredLayer(StoredModel, LayerFields):
     """A layer as the table holds it (a layer has no archive, so no internal state of its own)."""
+
+    KIND: ClassVar[str] = kinds.LAYER
 
 
 # A layer as the API answers it: the stored fields, then the two it derives on every read. (A

@@ -52,10 +52,11 @@ import math
 import re
 from collections.abc import Mapping
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BeforeValidator, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
 
+from expconsole import kinds
 from expconsole.models.base import (
     Description,
     Number,
@@ -67,7 +68,7 @@ from expconsole.models.base import (
 )
 from expconsole.models.common import EventWarning, MetricRef
 from expconsole.models.pagination import PageQuery, Pagination
-from expconsole.models.stored import KeptOrder, StoredModel
+from expconsole.models.stored import StoredModel
 
 MetricType = Literal[
     "sum",
@@ -722,22 +723,20 @@ class MetricState(StoredModel):
     scheduledArchiveTime: int | None = None
 
 
-class StoredMetric(KeptOrder, MetricFields):
+class StoredMetric(StoredModel, MetricFields):
     """A metric as the table holds it: its fields plus its archive schedule, never answered as such.
 
-    Its keys are written back in the order the item held them (keys set since, after them): a
-    changed definition is stored after every other key (`set_definition`), as the service has
-    always stored it, so the order of an item's keys depends on its history.
+    Written in the declared order, whatever order an older item held its keys in (the answer has
+    its own order: `Metric`).
     """
+
+    KIND: ClassVar[str] = kinds.METRIC
 
     state: MetricState = Field(default_factory=MetricState, alias="_state")
 
     def set_definition(self, definition: Mapping[str, Any]) -> None:
-        """Replace the definition fields by `definition` (`normalized_definition`'s), written after
-        every key the item holds."""
-        names = (*DEFINITION_FIELDS, *ROLLUP_FIELDS)
-        self.forget_order(names)
-        for name in names:
+        """Replace the definition fields by `definition` (`normalized_definition`'s)."""
+        for name in (*DEFINITION_FIELDS, *ROLLUP_FIELDS):
             setattr(self, name, definition.get(name))
 
 

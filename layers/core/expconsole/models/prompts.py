@@ -9,8 +9,11 @@ its archive state) and the answer (`Prompt`, plus `isArchived`) both extend it, 
 API has always answered them.
 """
 
+from typing import ClassVar
+
 from pydantic import ConfigDict, Field
 
+from expconsole import kinds
 from expconsole.models.base import (
     Description,
     EntityName,
@@ -110,6 +113,8 @@ class StoredPrompt(StoredModel, PromptFields):
     An item without `_state` reads as not archived, and is written back without it unless a
     change sets it.
     """
+
+    KIND: ClassVar[str] = kinds.PROMPT
 
     state: ArchiveState = Field(default_factory=ArchiveState, alias="_state")
 

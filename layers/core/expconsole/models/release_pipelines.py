@@ -14,11 +14,12 @@ the stored pipeline (`StoredPipeline`) adds its archive state, the answer (`Rele
 leaves out the two emails it has never answered and adds `isArchived`.
 """
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, ConfigDict, Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
+from expconsole import kinds
 from expconsole.models.base import PatchModel, QueryBool, RequestModel, ResponseModel
 from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import Condition, ConditionOut
@@ -170,6 +171,8 @@ class StoredPipeline(StoredModel, PipelineFields):
     An item without `_state` reads as not archived, and is written back without it unless a
     change sets it.
     """
+
+    KIND: ClassVar[str] = kinds.RELEASE_PIPELINE
 
     state: ArchiveState = Field(default_factory=ArchiveState, alias="_state")
 

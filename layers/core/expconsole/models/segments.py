@@ -17,10 +17,11 @@ and `SegmentContent` (its rules or its ids' count, by type). The stored segment
 `isArchived` after them: each in the order the table and the API have always had them.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
+from expconsole import kinds
 from expconsole.models.base import AnyRootModel, Description, QueryBool, RequestModel, ResponseModel, Tag
 from expconsole.models.pagination import PageQuery, Pagination
 from expconsole.models.rules import RolloutsOut, RuleFields, RuleOutFields
@@ -243,6 +244,8 @@ class StoredSegment(SegmentContent, _StoredSegmentState, SegmentFields):
     """A segment as the table holds it: its fields, its `_state`, then its rules or count (bases
     listed last to first, pydantic's field order). An item without `_state` reads as not
     archived, and is written back without it unless a change sets it."""
+
+    KIND: ClassVar[str] = kinds.SEGMENT
 
 
 # A segment as the API answers it: the stored fields, then whether it is archived (derived on

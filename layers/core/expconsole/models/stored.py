@@ -9,7 +9,8 @@ attributes).
 """
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Self
+from collections.abc import Set as AbstractSet
+from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
@@ -25,6 +26,10 @@ class StoredModel(BaseModel):
         validate_assignment=True,
     )
 
+    # The entity's kind (expconsole.kinds), which services.entities stores it under; a kind's
+    # stored model sets it, the models of parts of one (a `_state`) leave it empty.
+    KIND: ClassVar[str] = ""
+
     @classmethod
     def read(cls, doc: Mapping[str, Any]) -> Self:
         return cls.model_validate(doc)
@@ -32,6 +37,12 @@ class StoredModel(BaseModel):
     def doc(self) -> dict[str, Any]:
         """The document to store: internal fields under their `_` keys, only the keys set."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def set_sent(self, body: BaseModel, names: AbstractSet[str]) -> None:
+        """Set the fields of `names` that a request model sent, each validated as the stored
+        field's type from its JSON value (a request's nested model becomes the stored one)."""
+        for name in sorted(body.model_fields_set & names):
+            setattr(self, name, body.model_dump(mode="json", include={name})[name])
 
     def set_fields(self, values: Mapping[str, Any]) -> None:
         """Set fields from JSON values (a request's changes), each validated as the field's type."""
@@ -57,11 +68,13 @@ def in_order(values: dict[str, Any], order: Sequence[str]) -> dict[str, Any]:
 
 
 class KeptOrder(StoredModel):
-    """A stored model whose item keeps its keys in the order they were read, for kinds whose keys
+    """A stored model whose item keeps its keys in the order they were read, for the items whose
+    answer is built in their key order: an experiment (services.experiments.present answers its
+    public keys as stored, `Experiment.of`) and a pulse load record (`presented`). Their keys
     follow their history (an experiment's key set after the create comes after `version`, one
-    popped and set again comes last; a metric's changed definition comes after every other key),
-    so writing one back in the declared order would move them. Keys set since are written after
-    them, in the declared order, as `dict.update` and `dict.pop` left them."""
+    popped and set again comes last), so writing one back in the declared order would move
+    them, and with them the answer's keys. Keys set since are written after them, in the
+    declared order, as `dict.update` and `dict.pop` left them."""
 
     _read_order: tuple[str, ...] = PrivateAttr(default=())
 

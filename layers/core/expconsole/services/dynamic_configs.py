@@ -52,7 +52,6 @@ from typing import Any
 
 from expconsole import kinds
 from expconsole.errors import Invalid, TooLarge
-from expconsole.models.common import Owner
 from expconsole.models.dynamic_configs import (
     DynamicConfig,
     DynamicConfigCreate,
@@ -86,21 +85,21 @@ _UNSENT = object()
 # --- derived fields ---------------------------------------------------------------------------
 
 
-def status_of(doc: Doc) -> str:
-    if lifecycle.is_archived(doc):
+def status_of(config: StoredDynamicConfig) -> str:
+    if lifecycle.entity_is_archived(config):
         return "Archived"
-    return "Enabled" if doc["isEnabled"] else "Disabled"
+    return "Enabled" if config.isEnabled else "Disabled"
 
 
-def present(doc: Doc) -> DynamicConfig:
+def present(config: StoredDynamicConfig) -> DynamicConfig:
     """The config as the API returns it: stored fields plus the derived ones (the optional fields
     answered only when set, `targetApps` as one string: models.dynamic_configs)."""
     return DynamicConfig.model_validate(
         {
-            **entities.public(doc),
-            "targetApps": ",".join(doc.get("targetApps") or []),
-            "status": status_of(doc),
-            "permalink": entities.permalink(KIND, doc["id"]),
+            **entities.public(config.doc()),
+            "targetApps": ",".join(config.targetApps),
+            "status": status_of(config),
+            "permalink": entities.permalink(KIND, config.id),
         }
     )
 
@@ -264,9 +263,8 @@ def create(body: DynamicConfigCreate) -> DynamicConfig:
     rules_common.check_conditions(rules_common.placed(rules, "rules"))
     if body.releasePipelineID:
         entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
-    data = body.model_dump(mode="json")
     config = StoredDynamicConfig(
-        **{field: data[field] for field in _STORED_AS_SENT},
+        **body.model_dump(mode="json", include=set(_STORED_AS_SENT)),
         id=config_id,
         rules=rules,
         defaultValue=default[0],
@@ -275,138 +273,143 @@ def create(body: DynamicConfigCreate) -> DynamicConfig:
         schemaJson5=schema_json5,
         checksPerHour=0,
         holdoutIDs=[],
-        owner=Owner.model_validate(entities.owner_for(data["owner"])),
+        owner=entities.owner(body.owner),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
         state=ArchiveState(archived=False),
     )
     _validate(config, _all_sites(config, rules))
     _check_size(config)
-    return present(entities.insert(KIND, config_id, config.doc()))
+    return present(entities.insert(config))
 
 
 def get(config_id: str) -> DynamicConfig:
-    return present(entities.load(KIND, config_id))
+    return present(entities.load(StoredDynamicConfig, config_id))
 
 
-def _rollout_rate(rules: list[Doc]) -> str | None:
+def _rollout_rate(rules: list[DynamicConfigRuleOut]) -> str | None:
     """The gates' rolloutRate (imported here: only this filter needs the gates service)."""
-    from expconsole.services.gates import rollout_rate
+    from expconsole.services.gates import rules_rollout_rate
 
-    return rollout_rate(rules)
+    return rules_rollout_rate(rules)
 
 
-def _matches(doc: Doc, q: DynamicConfigListQuery) -> bool:
+def _matches(config: StoredDynamicConfig, q: DynamicConfigListQuery) -> bool:
     checks = [
-        q.includeArchived or not lifecycle.is_archived(doc),
-        bool(doc.get("isTemplate")) == bool(q.isTemplate),
-        q.idType is None or doc["idType"] in q.idType,
-        q.rolloutRate is None or _rollout_rate(doc["rules"]) in q.rolloutRate,
-        q.releasePipelineID is None or doc.get("releasePipelineID") == q.releasePipelineID,
-        q.teamID is None or doc.get("teamID") == q.teamID,
-        q.targetAppID is None or q.targetAppID in (doc.get("targetApps") or []),
-        q.creatorName is None or doc["creatorName"] == q.creatorName,
-        q.creatorID is None or doc["creatorID"] == q.creatorID,
-        q.tags is None or bool(set(q.tags) & set(doc["tags"])),
+        q.includeArchived or not lifecycle.entity_is_archived(config),
+        config.isTemplate == bool(q.isTemplate),
+        q.idType is None or config.idType in q.idType,
+        q.rolloutRate is None or _rollout_rate(config.rules) in q.rolloutRate,
+        q.releasePipelineID is None or config.releasePipelineID == q.releasePipelineID,
+        q.teamID is None or config.teamID == q.teamID,
+        q.targetAppID is None or q.targetAppID in config.targetApps,
+        q.creatorName is None or config.creatorName == q.creatorName,
+        q.creatorID is None or config.creatorID == q.creatorID,
+        q.tags is None or bool(set(q.tags) & set(config.tags)),
     ]
     return all(checks)
 
 
 def list_configs(q: DynamicConfigListQuery) -> Page[DynamicConfig]:
-    matching = [doc for doc in dynamo.list_all(KIND) if _matches(doc, q)]
+    stored = [StoredDynamicConfig.read(doc) for doc in dynamo.list_all(KIND)]
+    matching = [config for config in stored if _matches(config, q)]
     return page_of(matching, page=q.page, limit=q.limit).map(present)
 
 
 def versions(config_id: str, page: int, limit: int) -> Page[DynamicConfig]:
     snapshots = dynamo.versions(KIND, config_id)
     if not snapshots:
-        entities.load(KIND, config_id)  # 404 when the config does not exist
-    return page_of(snapshots, page=page, limit=limit).map(present)
+        entities.load(StoredDynamicConfig, config_id)  # 404 when the config does not exist
+    return page_of(snapshots, page=page, limit=limit).map(lambda s: present(StoredDynamicConfig.read(s)))
 
 
 # --- updates -----------------------------------------------------------------------------------
 
 
-def _update(
-    config_id: str, change: Callable[[StoredDynamicConfig], None], expected_version: int | None = None
-) -> DynamicConfig:
-    """The next version of the config, `change` applied to its stored model."""
-    return present(entities.update_stored(KIND, config_id, StoredDynamicConfig, change, expected_version))
-
-
 def _refuse_if_archived(config: StoredDynamicConfig) -> None:
-    lifecycle.refuse_if_archived(config.doc(), "Dynamic config")
+    lifecycle.refuse_if_archived(config, "Dynamic config")
 
 
-def _apply_changes(config: StoredDynamicConfig, changes: DynamicConfigPatch | DynamicConfigUpdate) -> None:
+# Update fields stored as sent (the others: `_apply_changes`).
+_SET_AS_SENT = frozenset(DynamicConfigPatch.model_fields) - {
+    "version",
+    "rules",
+    "defaultValue",
+    "defaultValueJson5",
+    "schema_",
+    "schemaJson5",
+    "owner",
+}
+
+
+def _apply_changes(config: StoredDynamicConfig, body: DynamicConfigPatch | DynamicConfigUpdate) -> None:
+    """The fields the client sent, checked and set on the stored config."""
     _refuse_if_archived(config)
-    sent = changes.changes()
-    sent.pop("version", None)
-    _check_text_budget(
-        [changes.defaultValueJson5, changes.schema_, changes.schemaJson5, *_rule_texts(changes.rules)]
-    )
-    if "defaultValue" in sent or "defaultValueJson5" in sent:
+    sent = body.model_fields_set
+    _check_text_budget([body.defaultValueJson5, body.schema_, body.schemaJson5, *_rule_texts(body.rules)])
+    if sent & {"defaultValue", "defaultValueJson5"}:
         resolved = json_values.resolve_object(
-            changes.defaultValue, changes.defaultValueJson5, "defaultValue", "defaultValueJson5"
+            body.defaultValue, body.defaultValueJson5, "defaultValue", "defaultValueJson5"
         )
         assert resolved is not None
         config.defaultValue, config.defaultValueJson5 = resolved
-        sent.pop("defaultValue", None)
-        sent.pop("defaultValueJson5", None)
-    if "schema_" in sent or "schemaJson5" in sent:
+    if sent & {"schema_", "schemaJson5"}:
         config.schema_, config.schemaJson5 = _resolve_schema(
-            sent.pop("schema_", _UNSENT), sent.pop("schemaJson5", _UNSENT)
+            body.schema_ if "schema_" in sent else _UNSENT,
+            body.schemaJson5 if "schemaJson5" in sent else _UNSENT,
         )
-    if "rules" in sent:
-        assert changes.rules is not None
-        rules = rules_common.stored_rules(RULES, changes.rules, config.rules, "rules")
+    if body.rules is not None:
+        rules = rules_common.stored_rules(RULES, body.rules, config.rules, "rules")
         rules_common.check_conditions(rules_common.placed(rules, "rules"))
         config.rules = rules
-        sent.pop("rules")
-    if sent.get("releasePipelineID"):
-        entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
-    if "owner" in sent:
-        sent["owner"] = entities.owner_for(sent["owner"])
-    config.set_fields(sent)
+    if body.releasePipelineID:
+        entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
+    config.set_sent(body, _SET_AS_SENT)
+    if body.owner is not None:
+        config.owner = entities.owner(body.owner)
     _validate(config, _all_sites(config, config.rules))
     _check_size(config)
 
 
 def full_update(config_id: str, body: DynamicConfigUpdate) -> DynamicConfig:
-    return _update(config_id, lambda c: _apply_changes(c, body), body.version)
+    config = entities.current(StoredDynamicConfig, config_id, body.version)
+    _apply_changes(config, body)
+    return present(entities.replace(config))
 
 
 def patch(config_id: str, body: DynamicConfigPatch) -> DynamicConfig:
-    stored = partial.unchanged(KIND, config_id, partial.changes_of(body.changes()), body.version)
-    if stored is not None:
-        return present(stored)
-    return _update(config_id, lambda c: _apply_changes(c, body), body.version)
+    config = entities.current(StoredDynamicConfig, config_id, body.version)
+    if not partial.asks_change(body):
+        return present(config)
+    _apply_changes(config, body)
+    return present(entities.replace(config))
 
 
-def _set_enabled(config: StoredDynamicConfig, enabled: bool) -> None:
+def _set_enabled(config_id: str, enabled: bool) -> DynamicConfig:
+    config = entities.load(StoredDynamicConfig, config_id)
     _refuse_if_archived(config)
     config.isEnabled = enabled
+    return present(entities.replace(config))
 
 
 def enable(config_id: str) -> DynamicConfig:
-    return _update(config_id, lambda c: _set_enabled(c, True))
+    return _set_enabled(config_id, True)
 
 
 def disable(config_id: str) -> DynamicConfig:
-    return _update(config_id, lambda c: _set_enabled(c, False))
+    return _set_enabled(config_id, False)
 
 
 def archive(config_id: str, force: bool, reason: str | None) -> DynamicConfig:
     """Archive (soft). `force` is accepted for the peer's sake: nothing refers to a config."""
-    return present(lifecycle.archive(KIND, config_id, reason, label="Dynamic config"))
+    return present(lifecycle.archive(StoredDynamicConfig, config_id, reason, label="Dynamic config"))
 
 
 def unarchive(config_id: str) -> DynamicConfig:
-    return present(lifecycle.unarchive(KIND, config_id, label="Dynamic config"))
+    return present(lifecycle.unarchive(StoredDynamicConfig, config_id, label="Dynamic config"))
 
 
 def delete(config_id: str) -> None:
-    doc = entities.load(KIND, config_id)
-    entities.remove(KIND, config_id, doc)
+    entities.remove(entities.load(StoredDynamicConfig, config_id))
 
 
 # --- rule endpoints ----------------------------------------------------------------------------
@@ -414,12 +417,12 @@ def delete(config_id: str) -> None:
 
 def get_rules(config_id: str) -> Page[RulesOfConfig]:
     """The peer's shape: one item `{rules}` in a paginated list."""
-    rules = StoredDynamicConfig.read(entities.load(KIND, config_id)).rules
+    rules = entities.load(StoredDynamicConfig, config_id).rules
     return page_of([RulesOfConfig(rules=rules)], page=1, limit=DEFAULT_LIMIT)
 
 
 def get_rule(config_id: str, rule_id: str) -> DynamicConfigRuleOut:
-    config = StoredDynamicConfig.read(entities.load(KIND, config_id))
+    config = entities.load(StoredDynamicConfig, config_id)
     return rules_common.rule_in(RULES, config.rules, config_id, rule_id)
 
 
@@ -465,13 +468,12 @@ def _change_rules(config_id: str, edit: Callable[[list[DynamicConfigRuleOut]], C
     """The config with `edit` applied to its rules; the rules it added or changed are checked
     (conditions, values against the schema) by their place in the body."""
 
-    def change(config: StoredDynamicConfig) -> None:
-        _refuse_if_archived(config)
-        rules, changed = edit(config.rules)
-        if changed:
-            rules_common.check_conditions(changed)
-            _validate(config, (site for where, rule in changed for site in _rule_sites(rule, where)))
-        config.rules = rules
-        _check_size(config)
-
-    return _update(config_id, change)
+    config = entities.load(StoredDynamicConfig, config_id)
+    _refuse_if_archived(config)
+    rules, changed = edit(config.rules)
+    if changed:
+        rules_common.check_conditions(changed)
+        _validate(config, (site for where, rule in changed for site in _rule_sites(rule, where)))
+    config.rules = rules
+    _check_size(config)
+    return present(entities.replace(config))

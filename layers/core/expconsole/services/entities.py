@@ -1,5 +1,12 @@
 """What every stored entity shares: ids, creator/modifier bookkeeping, versions, locking.
 
+A kind reads and writes its stored model (models/stored.py): `load(StoredGate, id)` and
+`current(StoredGate, id, expected_version)` give the model, `insert(gate)` stores version 1,
+`update(StoredGate, id, change, expected_version)` (or `replace` of a model read and changed)
+the next version with the modifier set, 409 when the stored one moved on; `remove(gate)`
+deletes it as read. The same functions given a kind's name work on documents, for the kinds
+still written as such.
+
 Internal state that is not part of the resource lives under keys starting with `_` in the
 stored document; `public()` strips it.
 """
@@ -11,15 +18,21 @@ import secrets
 import string
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from expconsole import config, context, kinds
 from expconsole.errors import Conflict, Invalid, NotFound
 from expconsole.models.stored import StoredModel
 from expconsole.store import dynamo
 
+if TYPE_CHECKING:
+    from expconsole.models.common import Owner, OwnerIn
+
 Doc = dict[str, Any]
 Stored = TypeVar("Stored", bound=StoredModel)
+
+# Fields every stored model has (the kinds' `<Kind>Fields`), read by name here.
+ID, VERSION, MODIFIED = "id", "version", "lastModifiedTime"
 
 
 class Presenter(Protocol):
@@ -66,6 +79,13 @@ def owner_for(given: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
+def owner(given: OwnerIn | None) -> Owner:
+    """`owner_for`, from and to the models."""
+    from expconsole.models.common import Owner
+
+    return Owner.model_validate(owner_for(given.model_dump(mode="json") if given else None))
+
+
 def bookkeeping(creator_id: str | None = None, creator_email: str | None = None) -> Doc:
     """Creator and modifier fields of a new entity, made through the console API."""
     now = now_ms()
@@ -87,19 +107,30 @@ def public(doc: Doc) -> Doc:
     return {k: v for k, v in doc.items() if not k.startswith("_")}
 
 
-def load(kind: str, entity_id: str) -> Doc:
-    doc = dynamo.get(kind, entity_id)
+@overload
+def load(kind: type[Stored], entity_id: str) -> Stored: ...
+@overload
+def load(kind: str, entity_id: str) -> Doc: ...
+def load(kind: type[Stored] | str, entity_id: str) -> Stored | Doc:
+    """The stored entity, as its kind's stored model (or, for kinds not yet typed, its document);
+    404 if there is none."""
+    doc = dynamo.get(_kind(kind), entity_id)
     if doc is None:
-        raise NotFound(f"{kinds.LABEL[kind]} {entity_id!r} not found.")
-    return doc
+        raise NotFound(f"{kinds.LABEL[_kind(kind)]} {entity_id!r} not found.")
+    return doc if isinstance(kind, str) else kind.read(doc)
 
 
-def current(kind: str, entity_id: str, expected_version: int | None = None) -> Doc:
+@overload
+def current(kind: type[Stored], entity_id: str, expected_version: int | None = None) -> Stored: ...
+@overload
+def current(kind: str, entity_id: str, expected_version: int | None = None) -> Doc: ...
+def current(kind: type[Stored] | str, entity_id: str, expected_version: int | None = None) -> Stored | Doc:
     """The stored entity, after checking it is still at the version the client read (409 if not)."""
-    doc = load(kind, entity_id)
-    if expected_version is not None and expected_version != int(doc["version"]):
-        raise _stale(kind, entity_id, expected_version, int(doc["version"]))
-    return doc
+    entity = load(kind, entity_id)
+    stored = int(entity["version"] if isinstance(entity, dict) else getattr(entity, VERSION))
+    if expected_version is not None and expected_version != stored:
+        raise _stale(_kind(kind), entity_id, expected_version, stored)
+    return entity
 
 
 def require_exists(kind: str, entity_id: str, field: str) -> None:
@@ -108,40 +139,89 @@ def require_exists(kind: str, entity_id: str, field: str) -> None:
         raise Invalid.field(field, f"{kinds.LABEL[kind].lower()} {entity_id!r} does not exist")
 
 
-def insert(kind: str, entity_id: str, doc: Doc) -> Doc:
+@overload
+def insert(entity: Stored, /) -> Stored: ...
+@overload
+def insert(kind: str, entity_id: str, doc: Doc, /) -> Doc: ...
+def insert(what: Stored | str, entity_id: str = "", doc: Doc | None = None, /) -> Stored | Doc:
+    """Store version 1 of a new entity (a stored model, or a kind's id and document); 409 if the
+    id is taken."""
+    if isinstance(what, str):
+        kind, written = what, doc
+    else:
+        kind, entity_id, written = type(what).KIND, getattr(what, ID), what.doc()
+    assert written is not None
     try:
-        dynamo.create(kind, entity_id, doc)
+        dynamo.create(kind, entity_id, written)
     except dynamo.StoreConflict:
         raise Conflict(f"{kinds.LABEL[kind]} with id {entity_id!r} already exists.") from None
-    return doc
+    return written if isinstance(what, str) else what
 
 
+@overload
+def update(
+    kind: type[Stored], entity_id: str, change: Callable[[Stored], None], expected_version: int | None = None
+) -> Stored: ...
+@overload
 def update(
     kind: str, entity_id: str, change: Callable[[Doc], None], expected_version: int | None = None
-) -> Doc:
-    """Read, apply `change` to a copy, and store it as the next version, or 409 if it moved on.
+) -> Doc: ...
+def update(
+    kind: type[Stored] | str,
+    entity_id: str,
+    change: Callable[[Stored], None] | Callable[[Doc], None],
+    expected_version: int | None = None,
+) -> Stored | Doc:
+    """Read, apply `change`, and store it as the next version, or 409 if it moved on.
 
     `expected_version` is the version the client based its change on, when it says so.
     """
-    current = load(kind, entity_id)
-    version = int(current["version"])
-    if expected_version is not None and expected_version != version:
-        raise _stale(kind, entity_id, expected_version, version)
-    doc = {**current}
-    change(doc)
-    doc["version"] = version + 1
-    doc["lastModifiedTime"] = max(now_ms(), int(current["lastModifiedTime"]))
-    doc["lastModifierID"] = context.current().key_id
-    doc["lastModifierName"] = config.CREATOR_NAME
-    doc["lastModifierEmail"] = None
+    if not isinstance(kind, str):
+        entity = current(kind, entity_id, expected_version)
+        cast(Callable[[Stored], None], change)(entity)
+        return replace(entity)
+    stored = current(kind, entity_id, expected_version)
+    doc = {**stored}
+    cast(Callable[[Doc], None], change)(doc)
+    doc.update(_next_version(int(stored["version"]), int(stored["lastModifiedTime"])))
+    _write(kind, entity_id, doc, int(stored["version"]))
+    return doc
+
+
+def replace(entity: Stored) -> Stored:
+    """Store `entity`, read with `load` or `current` and changed since, as its next version: the
+    bookkeeping set here, and 409 if the stored one moved on since it was read."""
+    read_version = stamp(entity)
+    _write(type(entity).KIND, getattr(entity, ID), entity.doc(), read_version)
+    return entity
+
+
+def stamp(entity: StoredModel) -> int:
+    """Make `entity` its next version, modified now by the calling key; the version it was read
+    at (what its write is conditional on)."""
+    read_version = int(getattr(entity, VERSION))
+    entity.set_fields(_next_version(read_version, int(getattr(entity, MODIFIED))))
+    return read_version
+
+
+def _next_version(version: int, last_modified: int) -> Doc:
+    return {
+        "version": version + 1,
+        MODIFIED: max(now_ms(), last_modified),
+        "lastModifierID": context.current().key_id,
+        "lastModifierName": config.CREATOR_NAME,
+        "lastModifierEmail": None,
+    }
+
+
+def _write(kind: str, entity_id: str, doc: Doc, read_version: int) -> None:
     try:
-        dynamo.replace(kind, entity_id, doc, expected_version=version)
+        dynamo.replace(kind, entity_id, doc, expected_version=read_version)
     except dynamo.StoreConflict:
         raise Conflict(
             f"{kinds.LABEL[kind]} {entity_id!r} was changed by another request while this one was "
-            f"applied (version {version} is no longer current); read it again and retry."
+            f"applied (version {read_version} is no longer current); read it again and retry."
         ) from None
-    return doc
 
 
 def update_stored(
@@ -169,13 +249,28 @@ def through(model: type[Stored], change: Callable[[Stored], None]) -> Callable[[
     return apply
 
 
-def remove(kind: str, entity_id: str, doc: Doc) -> None:
+@overload
+def remove(entity: StoredModel, /) -> None: ...
+@overload
+def remove(kind: str, entity_id: str, doc: Doc, /) -> None: ...
+def remove(what: StoredModel | str, entity_id: str = "", doc: Doc | None = None, /) -> None:
+    """Delete the entity as read (a stored model, or a kind's id and document); 409 if it changed
+    since."""
+    if isinstance(what, str):
+        assert doc is not None
+        kind, version = what, int(doc["version"])
+    else:
+        kind, entity_id, version = type(what).KIND, getattr(what, ID), int(getattr(what, VERSION))
     try:
-        dynamo.delete(kind, entity_id, expected_version=int(doc["version"]))
+        dynamo.delete(kind, entity_id, expected_version=version)
     except dynamo.StoreConflict:
         raise Conflict(
             f"{kinds.LABEL[kind]} {entity_id!r} was changed by another request; read it again and retry."
         ) from None
+
+
+def _kind(kind: type[StoredModel] | str) -> str:
+    return kind if isinstance(kind, str) else kind.KIND
 
 
 def _stale(kind: str, entity_id: str, sent: int, stored: int) -> Conflict:

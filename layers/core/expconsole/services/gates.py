@@ -15,12 +15,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from expconsole import kinds
 from expconsole.errors import Conflict, Invalid
-from expconsole.models.common import Owner, ReviewSettings
+from expconsole.models.common import ReviewSettings, ReviewSettingsIn
 from expconsole.models.gates import (
     Gate,
     GateCreate,
@@ -34,7 +35,7 @@ from expconsole.models.gates import (
     StoredGate,
 )
 from expconsole.models.pagination import Page, page_of
-from expconsole.models.rules import RuleOut, is_everyone_rule
+from expconsole.models.rules import RuleOut
 from expconsole.services import entities
 from expconsole.services.common import lifecycle, references
 from expconsole.services.common import patch as partial
@@ -45,50 +46,60 @@ from expconsole.store import dynamo, gate_checks
 # --- derived fields ---------------------------------------------------------------------------
 
 
-def rollout_rate(rules: list[Doc]) -> str | None:
-    """The contract's rolloutRate: `0` all rules 0%, `100` all 100% with an everyone rule,
-    `INBETWEEN` some rule strictly between; None when none of these holds."""
-    percents = [r["passPercentage"] for r in rules]
+def is_everyone(rule: RuleOut) -> bool:
+    """A catch-all rule: no conditions (or only `public` ones) in every environment
+    (models.rules.is_everyone_rule, for a typed rule)."""
+    return rule.environments is None and all(c.type == "public" for c in rule.conditions)
+
+
+def rollout_rate(percents: Sequence[float], everyone: bool) -> str | None:
+    """The contract's rolloutRate of rules with these pass percentages (`everyone`: one of them is
+    an everyone rule): `0` all rules 0%, `100` all 100% with an everyone rule, `INBETWEEN` some
+    rule strictly between; None when none of these holds."""
     if all(p == 0 for p in percents):
         return "0"
-    if all(p == 100 for p in percents) and any(is_everyone_rule(r) for r in rules):
+    if all(p == 100 for p in percents) and everyone:
         return "100"
     if any(0 < p < 100 for p in percents):
         return "INBETWEEN"
     return None
 
 
-def expected_pass_rate(doc: Doc) -> str:
+def rules_rollout_rate(rules: Sequence[RuleOut]) -> str | None:
+    """`rollout_rate` of a gate's rules."""
+    return rollout_rate([r.passPercentage for r in rules], any(is_everyone(r) for r in rules))
+
+
+def expected_pass_rate(gate: StoredGate) -> str:
     """What the configuration makes the gate return: `0`, `100` or `INBETWEEN`.
 
     Rules are evaluated in order and the first match decides, so only the rules up to the
     first everyone rule can ever apply.
     """
-    state = doc.get("_state", {})
-    if lifecycle.is_archived(doc) or (not doc["isEnabled"] and not state.get("launched")):
+    launched = gate.state.launched
+    if lifecycle.entity_is_archived(gate) or (not gate.isEnabled and not launched):
         return "0"
-    if state.get("launched"):
+    if launched:
         return "100"
-    reachable: list[Doc] = []
-    for rule in doc["rules"]:
+    reachable: list[RuleOut] = []
+    for rule in gate.rules:
         reachable.append(rule)
-        if is_everyone_rule(rule):
+        if is_everyone(rule):
             break
-    everyone_reached = bool(reachable) and is_everyone_rule(reachable[-1])
-    if all(r["passPercentage"] == 0 for r in reachable):
+    everyone_reached = bool(reachable) and is_everyone(reachable[-1])
+    if all(r.passPercentage == 0 for r in reachable):
         return "0"
-    if everyone_reached and all(r["passPercentage"] == 100 for r in reachable):
+    if everyone_reached and all(r.passPercentage == 100 for r in reachable):
         return "100"
     return "INBETWEEN"
 
 
-def status_of(doc: Doc) -> str:
-    state = doc.get("_state", {})
-    if lifecycle.is_archived(doc):
+def status_of(gate: StoredGate) -> str:
+    if lifecycle.entity_is_archived(gate):
         return "Archived"
-    if state.get("launched"):
+    if gate.state.launched:
         return "Launched"
-    return "In Progress" if doc["isEnabled"] else "Disabled"
+    return "In Progress" if gate.isEnabled else "Disabled"
 
 
 STALE_CHECK_DAYS = 7
@@ -99,48 +110,50 @@ def _days_ago(hour: str, now_ms: int) -> float:
     return (now_ms - then) / 86_400_000
 
 
-def check_staleness(doc: Doc, usage: gate_checks.Usage, now_ms: int) -> str | None:
+def check_staleness(created_time: int | None, usage: gate_checks.Usage, now_ms: int) -> str | None:
     """A stale reason from the SDKs' checks: none for 7 days after some (`STALE_PROBABLY_DEAD_CHECK`),
-    or none ever for a gate older than 7 days (`STALE_EMPTY_CHECKS`)."""
+    or none ever for a gate created more than 7 days ago (`STALE_EMPTY_CHECKS`)."""
     if usage.last_checked is not None:
         return (
             "STALE_PROBABLY_DEAD_CHECK" if _days_ago(usage.last_checked, now_ms) > STALE_CHECK_DAYS else None
         )
     if usage.checks:
         return None
-    age_days = (now_ms - int(doc.get("createdTime") or now_ms)) / 86_400_000
+    age_days = (now_ms - int(created_time or now_ms)) / 86_400_000
     return "STALE_EMPTY_CHECKS" if age_days > STALE_CHECK_DAYS else None
 
 
-def type_of(doc: Doc, usage: gate_checks.Usage | None = None, now_ms: int | None = None) -> tuple[str, str]:
-    if doc.get("isTemplate"):
+def type_of(
+    gate: StoredGate, usage: gate_checks.Usage | None = None, now_ms: int | None = None
+) -> tuple[str, str]:
+    if gate.isTemplate:
         return "TEMPLATE", "NONE"
-    if doc.get("_type") == "PERMANENT":
+    if gate.declared_type == "PERMANENT":
         return "PERMANENT", "NONE"
-    state = doc.get("_state", {})
-    if state.get("launched"):
+    if gate.state.launched:
         return "STALE", "STALE_PROBABLY_LAUNCHED"
-    if not doc["isEnabled"]:
+    if not gate.isEnabled:
         return "STALE", "STALE_PROBABLY_UNLAUNCHED"
-    if not doc["rules"]:
+    if not gate.rules:
         return "STALE", "STALE_NO_RULES"
-    rate = expected_pass_rate(doc)
+    rate = expected_pass_rate(gate)
     if rate == "100":
         return "STALE", "STALE_ALL_TRUE"
     if rate == "0":
         return "STALE", "STALE_ALL_FALSE"
     if usage is not None:
-        stale = check_staleness(doc, usage, entities.now_ms() if now_ms is None else now_ms)
+        now = entities.now_ms() if now_ms is None else now_ms
+        stale = check_staleness(gate.createdTime, usage, now)
         if stale:
             return "STALE", stale
     return "TEMPORARY", "NONE"
 
 
-def pass_rate(doc: Doc, usage: gate_checks.Usage) -> str:
+def pass_rate(gate: StoredGate, usage: gate_checks.Usage) -> str:
     """The list filter's pass rate: sampled from the SDKs' checks of the last 24 hours when there
     are any, else what the configuration implies."""
     if not usage.checks:
-        return expected_pass_rate(doc)
+        return expected_pass_rate(gate)
     if usage.passes == 0:
         return "0"
     return "100" if usage.passes == usage.checks else "INBETWEEN"
@@ -151,26 +164,43 @@ def checks_per_hour(usage: gate_checks.Usage) -> int | float:
     return int(per_hour) if per_hour.is_integer() else per_hour
 
 
-def _answer(doc: Doc, usage: gate_checks.Usage) -> Doc:
-    """The answer's JSON: the stored public fields, then the derived ones. Lists filter on it and
-    build only their page's `Gate`s; the derivations read the stored document, as dynamic configs
-    and the SDK checks do."""
-    gate_type, reason = type_of(doc, usage)
-    return {
-        **entities.public(doc),
-        "checksPerHour": checks_per_hour(usage),
-        "status": status_of(doc),
-        "type": gate_type,
-        "typeReason": reason,
-        "permalink": entities.permalink(kinds.GATE, doc["id"]),
-    }
+@dataclass(frozen=True)
+class _Derived:
+    """What a gate's answer derives on every read (lists filter on it before building a page)."""
+
+    gate: StoredGate
+    usage: gate_checks.Usage
+    status: str
+    type: str
+    typeReason: str
 
 
-def present(doc: Doc, usage: gate_checks.Usage | None = None) -> Gate:
+def _derive(gate: StoredGate, usage: gate_checks.Usage) -> _Derived:
+    gate_type, reason = type_of(gate, usage)
+    return _Derived(gate, usage, status_of(gate), gate_type, reason)
+
+
+def _answer(derived: _Derived) -> Gate:
+    """The answer: the stored public fields (those it does not declare too, as stored), then the
+    derived ones."""
+    gate = derived.gate
+    return Gate.model_validate(
+        {
+            **entities.public(gate.doc()),
+            "checksPerHour": checks_per_hour(derived.usage),
+            "status": derived.status,
+            "type": derived.type,
+            "typeReason": derived.typeReason,
+            "permalink": entities.permalink(kinds.GATE, gate.id),
+        }
+    )
+
+
+def present(gate: StoredGate, usage: gate_checks.Usage | None = None) -> Gate:
     """The gate as the API returns it (checks from the SDKs' gate exposures: one query, unless the
     caller read every gate's usage already)."""
-    usage = gate_checks.usage_of(doc["id"]) if usage is None else usage
-    return Gate.model_validate(_answer(doc, usage))
+    usage = gate_checks.usage_of(gate.id) if usage is None else usage
+    return _answer(_derive(gate, usage))
 
 
 # --- rules --------------------------------------------------------------------------------------
@@ -200,22 +230,28 @@ _STORED_AS_SENT = frozenset(GateCreate.model_fields.keys() & GateFields.model_fi
     "creatorID",
     "creatorEmail",
 }
-_NO_REVIEW: Doc = {"requiredReview": False, "allowedReviewers": []}
+
+
+def _review_settings(sent: ReviewSettingsIn | None) -> ReviewSettings:
+    """The stored review settings: as sent, or none required when left out or null."""
+    if sent is None:
+        return ReviewSettings(requiredReview=False, allowedReviewers=[])
+    return ReviewSettings.model_validate(sent.model_dump(mode="json"))
 
 
 def create(body: GateCreate) -> Gate:
     gate_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(gate_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
-    data = body.model_dump(mode="json")
+    data = body.model_dump(mode="json", include=set(_STORED_AS_SENT))
     gate = StoredGate(
-        **{field: data[field] for field in _STORED_AS_SENT},
+        **data,
         id=gate_id,
         rules=[],
         checksPerHour=0,
         holdoutIDs=[],
-        reviewSettings=ReviewSettings.model_validate(data["reviewSettings"] or _NO_REVIEW),
-        owner=Owner.model_validate(entities.owner_for(data["owner"])),
+        reviewSettings=_review_settings(body.reviewSettings),
+        owner=entities.owner(body.owner),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
         declared_type=body.type,
         state=GateState(launched=False, archived=False),
@@ -223,149 +259,173 @@ def create(body: GateCreate) -> Gate:
     _set_rules(gate, rules_common.stored_rules(RULES, body.rules, [], "rules"))
     if body.releasePipelineID:
         entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
-    return present(entities.insert(kinds.GATE, gate_id, gate.doc()))
+    return present(entities.insert(gate))
 
 
 def get(gate_id: str) -> Gate:
-    return present(entities.load(kinds.GATE, gate_id))
+    return present(entities.load(StoredGate, gate_id))
 
 
-def _matches(gate: Doc, doc: Doc, q: GateListQuery, usage: gate_checks.Usage) -> bool:
+def _matches(gate: _Derived, q: GateListQuery) -> bool:
+    stored = gate.gate
     checks = [
-        q.includeArchived or gate["status"] != "Archived",
-        q.idType is None or gate["idType"] in q.idType,
-        q.type is None or gate["type"] == q.type,
-        q.typeReason is None or gate["typeReason"] == q.typeReason,
-        q.passRate is None or pass_rate(doc, usage) in q.passRate,
-        q.rolloutRate is None or rollout_rate(gate["rules"]) in q.rolloutRate,
-        q.releasePipelineID is None or gate.get("releasePipelineID") == q.releasePipelineID,
-        q.teamID is None or gate.get("teamID") == q.teamID,
-        q.targetAppID is None or q.targetAppID in gate["targetApps"],
-        q.store0100Exposures is None or gate["store0100Exposures"] == q.store0100Exposures,
-        q.creatorName is None or gate["creatorName"] == q.creatorName,
-        q.creatorID is None or gate["creatorID"] == q.creatorID,
-        q.tags is None or bool(set(q.tags) & set(gate["tags"])),
+        q.includeArchived or gate.status != "Archived",
+        q.idType is None or stored.idType in q.idType,
+        q.type is None or gate.type == q.type,
+        q.typeReason is None or gate.typeReason == q.typeReason,
+        q.passRate is None or pass_rate(stored, gate.usage) in q.passRate,
+        q.rolloutRate is None or rules_rollout_rate(stored.rules) in q.rolloutRate,
+        q.releasePipelineID is None or stored.releasePipelineID == q.releasePipelineID,
+        q.teamID is None or stored.teamID == q.teamID,
+        q.targetAppID is None or q.targetAppID in stored.targetApps,
+        q.store0100Exposures is None or stored.store0100Exposures == q.store0100Exposures,
+        q.creatorName is None or stored.creatorName == q.creatorName,
+        q.creatorID is None or stored.creatorID == q.creatorID,
+        q.tags is None or bool(set(q.tags) & set(stored.tags)),
     ]
     return all(checks)
 
 
 def list_gates(q: GateListQuery) -> Page[Gate]:
-    matching = []
     usage = gate_checks.every_gate()
+    matching = []
     for doc in dynamo.list_all(kinds.GATE):
-        gate_usage = usage.get(doc["id"], gate_checks.Usage())
-        gate = _answer(doc, gate_usage)
-        if _matches(gate, doc, q, gate_usage):
-            matching.append(gate)
-    return page_of(matching, page=q.page, limit=q.limit).map(Gate.model_validate)
+        gate = StoredGate.read(doc)
+        derived = _derive(gate, usage.get(gate.id, gate_checks.Usage()))
+        if _matches(derived, q):
+            matching.append(derived)
+    return page_of(matching, page=q.page, limit=q.limit).map(_answer)
 
 
 def versions(gate_id: str, page: int, limit: int) -> Page[Gate]:
     snapshots = dynamo.versions(kinds.GATE, gate_id)
     if not snapshots:
-        entities.load(kinds.GATE, gate_id)  # 404 when the gate does not exist
+        entities.load(StoredGate, gate_id)  # 404 when the gate does not exist
     usage = gate_checks.usage_of(gate_id)
-    return page_of(snapshots, page=page, limit=limit).map(lambda s: present(s, usage))
+    return page_of(snapshots, page=page, limit=limit).map(lambda s: present(StoredGate.read(s), usage))
 
 
 # --- updates -----------------------------------------------------------------------------------
 
 
-def _update(gate_id: str, change: Callable[[StoredGate], None], expected_version: int | None = None) -> Gate:
-    """The next version of the gate, `change` applied to its stored model."""
-    return present(entities.update_stored(kinds.GATE, gate_id, StoredGate, change, expected_version))
-
-
 def _refuse_if_archived(gate: StoredGate) -> None:
-    lifecycle.refuse_if_archived(gate.doc(), "Gate")
+    lifecycle.refuse_if_archived(gate, "Gate")
 
 
 def _set_launched(gate: StoredGate, launched: bool) -> None:
     gate.state = gate.state.model_copy(update={"launched": launched})
 
 
-def _apply_changes(gate: StoredGate, changes: GatePatch | GateUpdate) -> None:
+# Fields an update stores as sent (the others: `_apply_changes`).
+_SET_AS_SENT = frozenset(
+    {
+        "name",
+        "isEnabled",
+        "description",
+        "tags",
+        "idType",
+        "targetApps",
+        "team",
+        "teamID",
+        "measureMetricLifts",
+        "releasePipelineID",
+        "store0100Exposures",
+    }
+)
+
+
+def _apply_changes(gate: StoredGate, body: GatePatch | GateUpdate) -> None:
+    """The fields the client sent, set on the stored gate (checked first, as they are set)."""
     _refuse_if_archived(gate)
-    sent = changes.changes()
-    sent.pop("version", None)
-    if "rules" in sent:
-        assert changes.rules is not None
-        _set_rules(gate, rules_common.stored_rules(RULES, changes.rules, gate.rules, "rules"))
-        sent.pop("rules")
-    if sent.get("releasePipelineID"):
-        entities.require_exists(kinds.RELEASE_PIPELINE, sent["releasePipelineID"], "releasePipelineID")
-    if "type" in sent:
-        gate.declared_type = sent.pop("type")
-    if "isEnabled" in sent and sent["isEnabled"] != gate.isEnabled:
+    sent = body.model_fields_set
+    if body.rules is not None:
+        _set_rules(gate, rules_common.stored_rules(RULES, body.rules, gate.rules, "rules"))
+    if body.releasePipelineID:
+        entities.require_exists(kinds.RELEASE_PIPELINE, body.releasePipelineID, "releasePipelineID")
+    if body.type is not None:
+        gate.declared_type = body.type
+    if body.isEnabled is not None and body.isEnabled != gate.isEnabled:
         # Sending back the value read keeps a launch; changing it starts over from the rules.
         _set_launched(gate, False)
-    if "owner" in sent:
-        sent["owner"] = entities.owner_for(sent["owner"])
-    if "reviewSettings" in sent and sent["reviewSettings"] is None:
-        sent["reviewSettings"] = _NO_REVIEW
-    gate.set_fields(sent)
+    for name in sorted(sent & _SET_AS_SENT):
+        setattr(gate, name, getattr(body, name))
+    if body.monitoringMetrics is not None:
+        gate.monitoringMetrics = [m.model_dump(mode="json") for m in body.monitoringMetrics]
+    if body.owner is not None:
+        gate.owner = entities.owner(body.owner)
+    if "reviewSettings" in sent:
+        gate.reviewSettings = _review_settings(body.reviewSettings)
 
 
 def full_update(gate_id: str, body: GateUpdate) -> Gate:
-    return _update(gate_id, lambda g: _apply_changes(g, body), body.version)
+    gate = entities.current(StoredGate, gate_id, body.version)
+    _apply_changes(gate, body)
+    return present(entities.replace(gate))
 
 
 def patch(gate_id: str, body: GatePatch) -> Gate:
-    stored = partial.unchanged(kinds.GATE, gate_id, partial.changes_of(body.changes()), body.version)
-    if stored is not None:
-        return present(stored)
-    return _update(gate_id, lambda g: _apply_changes(g, body), body.version)
+    gate = entities.current(StoredGate, gate_id, body.version)
+    if not partial.asks_change(body):
+        return present(gate)
+    _apply_changes(gate, body)
+    return present(entities.replace(gate))
 
 
-def _set_enabled(gate: StoredGate, enabled: bool, launched: bool) -> None:
+def _set_enabled(gate_id: str, enabled: bool, launched: bool) -> Gate:
+    gate = entities.load(StoredGate, gate_id)
     _refuse_if_archived(gate)
     gate.isEnabled = enabled
     _set_launched(gate, launched)
+    return present(entities.replace(gate))
 
 
 def enable(gate_id: str) -> Gate:
-    return _update(gate_id, lambda g: _set_enabled(g, True, False))
+    return _set_enabled(gate_id, True, False)
 
 
 def disable(gate_id: str) -> Gate:
-    return _update(gate_id, lambda g: _set_enabled(g, False, False))
+    return _set_enabled(gate_id, False, False)
 
 
 def launch(gate_id: str) -> Gate:
     """Launch: everyone passes from now on; the rules are kept but no longer evaluated."""
-    return _update(gate_id, lambda g: _set_enabled(g, False, True))
+    return _set_enabled(gate_id, False, True)
 
 
 def archive(gate_id: str, force: bool, reason: str | None) -> Gate:
-    def in_use(doc: Doc) -> None:
-        if not force:
-            active = [r for r in users(gate_id) if not lifecycle.is_archived(r)]
-            if active:
-                raise Conflict(
-                    f"Gate {gate_id!r} is still used by {_describe(active)}; remove those references "
-                    "or archive with forceArchive: true."
-                )
-
-    return present(lifecycle.archive(kinds.GATE, gate_id, reason, label="Gate", check=in_use))
+    gate = entities.load(StoredGate, gate_id)
+    lifecycle.refuse_archiving_twice(gate, "Gate")
+    if not force:
+        active = [r for r in users(gate_id) if not lifecycle.is_archived(r)]
+        if active:
+            raise Conflict(
+                f"Gate {gate_id!r} is still used by {_describe(active)}; remove those references "
+                "or archive with forceArchive: true."
+            )
+    gate.state = lifecycle.archived_state(gate.state, reason)
+    return present(entities.replace(gate))
 
 
 def unarchive(gate_id: str) -> Gate:
-    return present(lifecycle.unarchive(kinds.GATE, gate_id, label="Gate", keep=("launched",)))
+    gate = entities.load(StoredGate, gate_id)
+    lifecycle.refuse_unless_archived(gate, "Gate")
+    gate.state = lifecycle.unarchived_state(gate.state, keep=("launched",))
+    return present(entities.replace(gate))
 
 
 def delete(gate_id: str) -> None:
-    doc = entities.load(kinds.GATE, gate_id)
+    gate = entities.load(StoredGate, gate_id)
     found = users(gate_id)
     if found:
         raise Conflict(f"Gate {gate_id!r} is used by {_describe(found)}; remove those references first.")
-    entities.remove(kinds.GATE, gate_id, doc)
+    entities.remove(gate)
 
 
 # --- rule endpoints ----------------------------------------------------------------------------
 
 
 def get_rules(gate_id: str) -> list[RuleOut]:
-    return StoredGate.read(entities.load(kinds.GATE, gate_id)).rules
+    return entities.load(StoredGate, gate_id).rules
 
 
 def add_rules(gate_id: str, rules: list[GateRule]) -> Gate:
@@ -392,17 +452,15 @@ def delete_rule(gate_id: str, rule_id: str) -> Gate:
 
 
 def _change_rules(gate_id: str, edit: Callable[[list[RuleOut]], list[RuleOut]], check: bool = True) -> Gate:
-    """The gate with `edit` applied to its rules (checked unless only removed)."""
-
-    def change(gate: StoredGate) -> None:
-        _refuse_if_archived(gate)
-        rules = edit(gate.rules)
-        if check:
-            _set_rules(gate, rules)
-        else:
-            gate.rules = rules
-
-    return _update(gate_id, change)
+    """The gate with `edit` applied to its rules (checked unless only removed), as its next version."""
+    gate = entities.load(StoredGate, gate_id)
+    _refuse_if_archived(gate)
+    rules = edit(gate.rules)
+    if check:
+        _set_rules(gate, rules)
+    else:
+        gate.rules = rules
+    return present(entities.replace(gate))
 
 
 # --- references --------------------------------------------------------------------------------
@@ -410,13 +468,13 @@ def _change_rules(gate_id: str, edit: Callable[[list[RuleOut]], list[RuleOut]], 
 
 def references_of_kind(kind: str, gate_id: str) -> list[Doc]:
     """Stored entities of `kind` that name the gate (services.common.references says where)."""
-    entities.load(kinds.GATE, gate_id)
+    entities.load(StoredGate, gate_id)
     return references.users_of_kind(kind, kinds.GATE, gate_id)
 
 
 def users(gate_id: str) -> list[Doc]:
     """Every stored entity naming the gate, of each kind the references registry lists."""
-    entities.load(kinds.GATE, gate_id)
+    entities.load(StoredGate, gate_id)
     return references.users(kinds.GATE, gate_id)
 
 
@@ -428,7 +486,7 @@ def gate_references(gate_id: str, page: int, limit: int) -> Page[Gate]:
     docs = references_of_kind(kinds.GATE, gate_id)
     usage = gate_checks.every_gate()
     return page_of(docs, page=page, limit=limit).map(
-        lambda d: present(d, usage.get(d["id"], gate_checks.Usage()))
+        lambda d: present(StoredGate.read(d), usage.get(d["id"], gate_checks.Usage()))
     )
 
 

@@ -44,7 +44,6 @@ from collections.abc import Callable, Iterable, Sequence
 
 from expconsole import config, context, kinds
 from expconsole.errors import Conflict, Invalid, TooLarge
-from expconsole.models.common import Owner
 from expconsole.models.holdouts import (
     MAX_EXPERIMENTS,
     Holdout,
@@ -236,33 +235,34 @@ def update_experiment(exp_id: str, change: Callable[[Doc], None], expected_versi
 # --- reading -----------------------------------------------------------------------------------------
 
 
-def present(doc: Doc) -> Holdout:
+def present(holdout: StoredHoldout) -> Holdout:
     """The holdout as the API returns it: stored fields plus `isArchived` and `permalink`."""
     return Holdout.model_validate(
         {
-            **entities.public(doc),
-            "isArchived": lifecycle.is_archived(doc),
-            "permalink": entities.permalink(KIND, doc["id"]),
+            **entities.public(holdout.doc()),
+            "isArchived": lifecycle.entity_is_archived(holdout),
+            "permalink": entities.permalink(KIND, holdout.id),
         }
     )
 
 
 def get(holdout_id: str) -> Holdout:
-    return present(entities.load(KIND, holdout_id))
+    return present(entities.load(StoredHoldout, holdout_id))
 
 
-def _matches(doc: Doc, q: HoldoutListQuery) -> bool:
+def _matches(holdout: StoredHoldout, q: HoldoutListQuery) -> bool:
     checks = [
-        q.includeArchived or not lifecycle.is_archived(doc),
-        q.creatorName is None or doc["creatorName"] == q.creatorName,
-        q.creatorID is None or doc["creatorID"] == q.creatorID,
-        q.tags is None or bool(set(q.tags) & set(doc["tags"])),
+        q.includeArchived or not lifecycle.entity_is_archived(holdout),
+        q.creatorName is None or holdout.creatorName == q.creatorName,
+        q.creatorID is None or holdout.creatorID == q.creatorID,
+        q.tags is None or bool(set(q.tags) & set(holdout.tags)),
     ]
     return all(checks)
 
 
 def list_holdouts(q: HoldoutListQuery) -> Page[Holdout]:
-    matching = [doc for doc in dynamo.list_all(KIND) if _matches(doc, q)]
+    stored = [StoredHoldout.read(doc) for doc in dynamo.list_all(KIND)]
+    matching = [holdout for holdout in stored if _matches(holdout, q)]
     return page_of(matching, page=q.page, limit=q.limit).map(present)
 
 
@@ -299,11 +299,10 @@ def create(body: HoldoutCreate) -> Holdout:
     holdout_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(holdout_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
-    data = body.model_dump(mode="json")
     holdout = StoredHoldout(
-        **{field: data[field] for field in _STORED_AS_SENT},
+        **body.model_dump(mode="json", include=set(_STORED_AS_SENT)),
         id=holdout_id,
-        owner=Owner.model_validate(entities.owner_for(data["owner"])),
+        owner=entities.owner(body.owner),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
         state=ArchiveState(archived=False),
     )
@@ -313,52 +312,46 @@ def create(body: HoldoutCreate) -> Holdout:
         writes = _experiment_writes(holdout_id, [], holdout.experimentIDs)
         try:
             _commit([(KIND, holdout_id, doc)], writes)
-            return present(doc)
+            return present(holdout)
         except dynamo.StoreConflict:
             if dynamo.get(KIND, holdout_id) is not None:
                 raise Conflict(f"Holdout with id {holdout_id!r} already exists.") from None
     raise _busy(KIND, holdout_id)
 
 
-def _write(holdout_id: str, change: Callable[[Doc], None], expected_version: int | None = None) -> Doc:
-    """Read, change a copy, and store it with the experiment side of any link change, at once
-    (the `write` of services.common.lifecycle; the service's own changes: `_write_stored`)."""
+def _write(
+    holdout_id: str, change: Callable[[StoredHoldout], None], expected_version: int | None = None
+) -> StoredHoldout:
+    """Read, change, and store the holdout as its next version with the experiment side of any
+    link change, at once; on a conflict read it again and apply `change` to that (up to
+    `ATTEMPTS` times)."""
     for _attempt in range(ATTEMPTS):
-        current = entities.load(KIND, holdout_id)
-        version = int(current["version"])
-        if expected_version is not None and expected_version != version:
-            raise _stale(KIND, holdout_id, expected_version, version)
-        doc = copy.deepcopy(current)
-        change(doc)
-        stamp(doc, current)
-        writes = _experiment_writes(holdout_id, current["experimentIDs"], doc["experimentIDs"])
+        holdout = entities.current(StoredHoldout, holdout_id, expected_version)
+        before = list(holdout.experimentIDs)
+        change(holdout)
+        version = entities.stamp(holdout)
+        writes = _experiment_writes(holdout_id, before, holdout.experimentIDs)
         try:
-            _commit([], [(KIND, holdout_id, doc, version), *writes])
-            return doc
+            _commit([], [(KIND, holdout_id, holdout.doc(), version), *writes])
+            return holdout
         except dynamo.StoreConflict:
             continue
     raise _busy(KIND, holdout_id)
 
 
-def _write_stored(
-    holdout_id: str, change: Callable[[StoredHoldout], None], expected_version: int | None = None
-) -> Doc:
-    """`_write` through the stored holdout (`entities.through`)."""
-    return _write(holdout_id, entities.through(StoredHoldout, change), expected_version)
+# Update fields stored as sent (`owner` is stored as `entities.owner` makes it).
+_SET_AS_SENT = frozenset(HoldoutPatch.model_fields) - {"owner", "version"}
 
 
 def _update(holdout_id: str, body: HoldoutUpdate | HoldoutPatch) -> Holdout:
-    sent = body.changes()
-    sent.pop("version", None)
-    if "owner" in sent:
-        sent["owner"] = entities.owner_for(sent["owner"])
-
     def change(holdout: StoredHoldout) -> None:
-        lifecycle.refuse_if_archived(holdout.doc(), "Holdout")
-        holdout.set_fields(sent)
-        _check_references(holdout, sent)
+        lifecycle.refuse_if_archived(holdout, "Holdout")
+        holdout.set_sent(body, _SET_AS_SENT)
+        if body.owner is not None:
+            holdout.owner = entities.owner(body.owner)
+        _check_references(holdout, body.model_fields_set)
 
-    return present(_write_stored(holdout_id, change, body.version))
+    return present(_write(holdout_id, change, body.version))
 
 
 def full_update(holdout_id: str, body: HoldoutUpdate) -> Holdout:
@@ -366,33 +359,38 @@ def full_update(holdout_id: str, body: HoldoutUpdate) -> Holdout:
 
 
 def patch(holdout_id: str, body: HoldoutPatch) -> Holdout:
-    stored = partial.unchanged(KIND, holdout_id, partial.changes_of(body.changes()), body.version)
-    if stored is not None:
-        return present(stored)
+    if not partial.asks_change(body):
+        return present(entities.current(StoredHoldout, holdout_id, body.version))
     return _update(holdout_id, body)
 
 
 def archive(holdout_id: str, reason: str | None) -> Holdout:
     """Archive, detaching its experiments (with their side of the link, in one transaction)."""
 
-    def detach(doc: Doc) -> None:
-        doc["experimentIDs"] = []
+    def change(holdout: StoredHoldout) -> None:
+        lifecycle.refuse_archiving_twice(holdout, "Holdout")
+        holdout.experimentIDs = []
+        holdout.state = lifecycle.archived_state(holdout.state, reason)
 
-    return present(lifecycle.archive(KIND, holdout_id, reason, label="Holdout", check=detach, write=_write))
+    return present(_write(holdout_id, change))
 
 
 def unarchive(holdout_id: str) -> Holdout:
-    return present(lifecycle.unarchive(KIND, holdout_id, label="Holdout", write=_write))
+    def change(holdout: StoredHoldout) -> None:
+        lifecycle.refuse_unless_archived(holdout, "Holdout")
+        holdout.state = lifecycle.unarchived_state(holdout.state)
+
+    return present(_write(holdout_id, change))
 
 
 def delete(holdout_id: str) -> None:
     for _attempt in range(ATTEMPTS):
-        current = entities.load(KIND, holdout_id)
+        holdout = entities.load(StoredHoldout, holdout_id)
         # Detaching the experiments and deleting the holdout is one transaction: a failure leaves
         # both as they were, never a detached holdout that still exists.
-        writes = _experiment_writes(holdout_id, current["experimentIDs"], [])
+        writes = _experiment_writes(holdout_id, holdout.experimentIDs, [])
         try:
-            dynamo.delete(KIND, holdout_id, expected_version=int(current["version"]), replaces=writes)
+            dynamo.delete(KIND, holdout_id, expected_version=holdout.version, replaces=writes)
             return
         except dynamo.StoreConflict:
             continue

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from expconsole import kinds
 from expconsole.errors import Conflict, Invalid
-from expconsole.models.common import Owner
 from expconsole.models.layers import (
     Layer,
     LayerCreate,
     LayerFields,
     LayerListQuery,
+    LayerParameter,
     LayerPatch,
     LayerUpdate,
     StoredLayer,
@@ -59,31 +59,33 @@ def _holdouts_by_layer() -> dict[str, list[str]]:
     return out
 
 
-def present(doc: Doc, holdouts: dict[str, list[str]] | None = None) -> Layer:
+def present(layer: StoredLayer, holdouts: dict[str, list[str]] | None = None) -> Layer:
     """The layer as the API returns it: stored fields plus `holdoutIDs` and `permalink`."""
     holdouts = _holdouts_by_layer() if holdouts is None else holdouts
     return Layer.model_validate(
         {
-            **entities.public(doc),
-            "holdoutIDs": holdouts.get(doc["id"], []),
-            "permalink": entities.permalink(KIND, doc["id"]),
+            **entities.public(layer.doc()),
+            "holdoutIDs": holdouts.get(layer.id, []),
+            "permalink": entities.permalink(KIND, layer.id),
         }
     )
 
 
 def get(layer_id: str) -> Layer:
-    return present(entities.load(KIND, layer_id))
+    return present(entities.load(StoredLayer, layer_id))
 
 
 def list_layers(q: LayerListQuery) -> Page[Layer]:
     holdouts = _holdouts_by_layer()
-    return page_of(dynamo.list_all(KIND), page=q.page, limit=q.limit).map(lambda doc: present(doc, holdouts))
+    return page_of(dynamo.list_all(KIND), page=q.page, limit=q.limit).map(
+        lambda doc: present(StoredLayer.read(doc), holdouts)
+    )
 
 
 def experiments(layer_id: str, page: int, limit: int, present_experiment: Presenter) -> Page[Doc]:
     """The layer's experiments, each as `present_experiment` shows it (the experiments service's
     `present`, passed in: the experiments service depends on this one, not the other way)."""
-    entities.load(KIND, layer_id)  # 404 when the layer does not exist
+    entities.load(StoredLayer, layer_id)  # 404 when the layer does not exist
     now = entities.now_ms()
     shown = [present_experiment(e, now=now) for e in members(layer_id)]
     return page_of(shown, page=page, limit=limit)
@@ -92,10 +94,10 @@ def experiments(layer_id: str, page: int, limit: int, present_experiment: Presen
 # --- writing ----------------------------------------------------------------------------------------------
 
 
-def _check_parameters(parameters: list[Doc]) -> None:
+def _check_parameters(parameters: list[LayerParameter]) -> None:
     seen: dict[str, int] = {}
     for index, parameter in enumerate(parameters):
-        name = parameter["name"]
+        name = parameter.name
         if name in seen:
             raise Invalid.field(f"parameters[{index}].name", f"repeats parameters[{seen[name]}] ({name!r})")
         seen[name] = index
@@ -114,38 +116,37 @@ def create(body: LayerCreate) -> Layer:
     layer_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(layer_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
-    data = body.model_dump(mode="json")
-    _check_parameters(data["parameters"])
+    _check_parameters(body.parameters)
     layer = StoredLayer(
-        **{field: data[field] for field in _STORED_AS_SENT},
+        **body.model_dump(mode="json", include=set(_STORED_AS_SENT)),
         id=layer_id,
         isImplicitLayer=False,
-        owner=Owner.model_validate(entities.owner_for(data["owner"])),
+        owner=entities.owner(body.owner),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
     )
-    return present(entities.insert(KIND, layer_id, layer.doc()))
+    return present(entities.insert(layer))
+
+
+# Update fields stored as sent (`owner` is stored as `entities.owner` makes it).
+_SET_AS_SENT = frozenset(LayerPatch.model_fields) - {"owner", "version"}
 
 
 def _update(layer_id: str, body: LayerUpdate | LayerPatch) -> Layer:
-    sent = body.changes()
-    sent.pop("version", None)
-    if "parameters" in sent:
-        _check_parameters(sent["parameters"])
-    if "owner" in sent:
-        sent["owner"] = entities.owner_for(sent["owner"])
-
-    def change(layer: StoredLayer) -> None:
-        if "idType" in sent and sent["idType"] != layer.idType:
-            users = [e["id"] for e in members(layer_id) if e.get("idType") != sent["idType"]]
-            if users:
-                raise Invalid.field(
-                    "idType",
-                    f"cannot change to {sent['idType']!r}: experiment(s) {_names(users)} use this layer "
-                    "with another id type",
-                )
-        layer.set_fields(sent)
-
-    return present(entities.update_stored(KIND, layer_id, StoredLayer, change, body.version))
+    if body.parameters is not None:
+        _check_parameters(body.parameters)
+    layer = entities.current(StoredLayer, layer_id, body.version)
+    if body.idType is not None and body.idType != layer.idType:
+        users = [e["id"] for e in members(layer_id) if e.get("idType") != body.idType]
+        if users:
+            raise Invalid.field(
+                "idType",
+                f"cannot change to {body.idType!r}: experiment(s) {_names(users)} use this layer "
+                "with another id type",
+            )
+    layer.set_sent(body, _SET_AS_SENT)
+    if body.owner is not None:
+        layer.owner = entities.owner(body.owner)
+    return present(entities.replace(layer))
 
 
 def full_update(layer_id: str, body: LayerUpdate) -> Layer:
@@ -153,9 +154,8 @@ def full_update(layer_id: str, body: LayerUpdate) -> Layer:
 
 
 def patch(layer_id: str, body: LayerPatch) -> Layer:
-    stored = partial.unchanged(KIND, layer_id, partial.changes_of(body.changes()), body.version)
-    if stored is not None:
-        return present(stored)
+    if not partial.asks_change(body):
+        return present(entities.current(StoredLayer, layer_id, body.version))
     return _update(layer_id, body)
 
 
@@ -165,7 +165,7 @@ def _names(ids: list[str]) -> str:
 
 
 def delete(layer_id: str) -> None:
-    doc = entities.load(KIND, layer_id)
+    layer = entities.load(StoredLayer, layer_id)
     users = [e["id"] for e in members(layer_id)]
     if users:
         raise Conflict(
@@ -178,4 +178,4 @@ def delete(layer_id: str) -> None:
             f"Layer {layer_id!r} is held out by holdout(s) {_names(holdouts)}; remove it from their "
             "layerIDs first."
         )
-    entities.remove(KIND, layer_id, doc)
+    entities.remove(layer)

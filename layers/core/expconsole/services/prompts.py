@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from expconsole import kinds
 from expconsole.errors import Invalid
-from expconsole.models.common import Owner
 from expconsole.models.pagination import Page, page_of
 from expconsole.models.prompts import (
     Prompt,
@@ -27,15 +26,16 @@ from expconsole.models.stored import ArchiveState
 from expconsole.services import entities
 from expconsole.services.common import lifecycle
 from expconsole.services.common import patch as partial
-from expconsole.services.entities import Doc
 from expconsole.store import dynamo
 
 KIND = kinds.PROMPT
 LABEL = "Prompt"
 
 
-def present(doc: Doc) -> Prompt:
-    return Prompt.model_validate({**entities.public(doc), "isArchived": lifecycle.is_archived(doc)})
+def present(prompt: StoredPrompt) -> Prompt:
+    return Prompt.model_validate(
+        {**entities.public(prompt.doc()), "isArchived": lifecycle.entity_is_archived(prompt)}
+    )
 
 
 # Create fields stored as sent; the others are stored as `create` derives them.
@@ -51,45 +51,42 @@ def create(body: PromptCreate) -> Prompt:
     prompt_id = entities.id_from_name(body.name)
     if len(prompt_id) < 3:
         raise Invalid.field("name", "must have at least 3 characters that are not white space")
-    data = body.model_dump(mode="json")
     prompt = StoredPrompt(
-        **{field: data[field] for field in _STORED_AS_SENT},
+        **body.model_dump(mode="json", include=set(_STORED_AS_SENT)),
         id=prompt_id,
         displayName=body.displayName or body.name,
         idType="userID",
         holdoutIDs=[],
-        owner=Owner.model_validate(entities.owner_for(data["owner"])),
+        owner=entities.owner(body.owner),
         **entities.bookkeeping(body.creatorID, body.creatorEmail),
         state=ArchiveState(archived=False),
     )
-    return present(entities.insert(KIND, prompt_id, prompt.doc()))
+    return present(entities.insert(prompt))
 
 
 def get(prompt_id: str) -> Prompt:
-    return present(entities.load(KIND, prompt_id))
+    return present(entities.load(StoredPrompt, prompt_id))
 
 
 def list_prompts(q: PromptListQuery) -> Page[Prompt]:
-    docs = [d for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
-    return page_of(docs, page=q.page, limit=q.limit).map(present)
+    stored = [StoredPrompt.read(d) for d in dynamo.list_all(KIND)]
+    shown = [p for p in stored if q.includeArchived or not lifecycle.entity_is_archived(p)]
+    return page_of(shown, page=q.page, limit=q.limit).map(present)
 
 
 def patch(prompt_id: str, body: PromptPatch) -> Prompt:
     """Apply the fields sent; an empty body changes nothing (no new version: services.common.patch)."""
-    stored = partial.unchanged(KIND, prompt_id, partial.changes_of(body.changes()), None)
-    if stored is not None:
-        return present(stored)
-
-    def change(prompt: StoredPrompt) -> None:
-        lifecycle.refuse_if_archived(prompt.doc(), LABEL)
-        prompt.set_fields(body.changes())
-
-    return present(entities.update_stored(KIND, prompt_id, StoredPrompt, change))
+    prompt = entities.load(StoredPrompt, prompt_id)
+    if not partial.asks_change(body):
+        return present(prompt)
+    lifecycle.refuse_if_archived(prompt, LABEL)
+    prompt.set_sent(body, frozenset(PromptPatch.model_fields))
+    return present(entities.replace(prompt))
 
 
 def archive(prompt_id: str, reason: str | None) -> Prompt:
-    return present(lifecycle.archive(KIND, prompt_id, reason, label=LABEL))
+    return present(lifecycle.archive(StoredPrompt, prompt_id, reason, label=LABEL))
 
 
 def unarchive(prompt_id: str) -> Prompt:
-    return present(lifecycle.unarchive(KIND, prompt_id, label=LABEL))
+    return present(lifecycle.unarchive(StoredPrompt, prompt_id, label=LABEL))

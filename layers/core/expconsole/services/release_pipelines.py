@@ -46,8 +46,10 @@ KIND = kinds.RELEASE_PIPELINE
 LABEL = "Release pipeline"
 
 
-def present(doc: Doc) -> ReleasePipeline:
-    return ReleasePipeline.model_validate({**doc, "isArchived": lifecycle.is_archived(doc)})
+def present(pipeline: StoredPipeline) -> ReleasePipeline:
+    return ReleasePipeline.model_validate(
+        {**pipeline.doc(), "isArchived": lifecycle.entity_is_archived(pipeline)}
+    )
 
 
 # --- phases and rules ----------------------------------------------------------------------------
@@ -109,41 +111,40 @@ def create(body: PipelineCreate) -> ReleasePipeline:
     pipeline_id = entities.new_id()
     phases = _stored_phases(body.phases, [])
     _check_references(phases)
-    data = body.model_dump(mode="json")
     pipeline = StoredPipeline(
-        **{field: data[field] for field in _STORED_AS_SENT},
+        **body.model_dump(mode="json", include=set(_STORED_AS_SENT)),
         id=pipeline_id,
         phases=phases,
         **entities.bookkeeping(),
         state=ArchiveState(archived=False),
     )
     _check_size(pipeline)
-    return present(entities.insert(KIND, pipeline_id, pipeline.doc()))
+    return present(entities.insert(pipeline))
 
 
 def get(pipeline_id: str) -> ReleasePipeline:
-    return present(entities.load(KIND, pipeline_id))
+    return present(entities.load(StoredPipeline, pipeline_id))
 
 
 def list_pipelines(q: PipelineListQuery) -> Page[ReleasePipeline]:
-    docs = [d for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
-    return page_of(docs, page=q.page, limit=q.limit).map(present)
+    stored = [StoredPipeline.read(d) for d in dynamo.list_all(KIND)]
+    shown = [p for p in stored if q.includeArchived or not lifecycle.entity_is_archived(p)]
+    return page_of(shown, page=q.page, limit=q.limit).map(present)
 
 
 # --- changes -------------------------------------------------------------------------------------
 
 
 def update(pipeline_id: str, body: PipelineUpdate) -> ReleasePipeline:
-    def change(pipeline: StoredPipeline) -> None:
-        lifecycle.refuse_if_archived(pipeline.doc(), LABEL)
-        sent = body.changes()
-        sent.pop("version", None)
-        sent["phases"] = _stored_phases(body.phases, pipeline.phases)
-        _check_references(sent["phases"])
-        pipeline.set_fields(sent)
-        _check_size(pipeline)
-
-    return present(entities.update_stored(KIND, pipeline_id, StoredPipeline, change, body.version))
+    pipeline = entities.current(StoredPipeline, pipeline_id, body.version)
+    lifecycle.refuse_if_archived(pipeline, LABEL)
+    phases = _stored_phases(body.phases, pipeline.phases)
+    _check_references(phases)
+    if body.name is not None:
+        pipeline.name = body.name
+    pipeline.phases = phases
+    _check_size(pipeline)
+    return present(entities.replace(pipeline))
 
 
 def users(pipeline_id: str) -> list[Doc]:
@@ -156,28 +157,29 @@ describe = references.describe
 
 
 def delete(pipeline_id: str) -> None:
-    doc = entities.load(KIND, pipeline_id)
+    pipeline = entities.load(StoredPipeline, pipeline_id)
     found = users(pipeline_id)
     if found:
         raise Conflict(
             f"{LABEL} {pipeline_id!r} is used by {describe(found)}; "
             "point those at another pipeline (or none) first."
         )
-    entities.remove(KIND, pipeline_id, doc)
+    entities.remove(pipeline)
 
 
 def archive(pipeline_id: str, force: bool, reason: str | None) -> ReleasePipeline:
-    def in_use(doc: Doc) -> None:
-        if not force:
-            active = [u for u in users(pipeline_id) if not lifecycle.is_archived(u)]
-            if active:
-                raise Conflict(
-                    f"{LABEL} {pipeline_id!r} is still used by {describe(active)}; point those at "
-                    "another pipeline or archive with forceArchive: true."
-                )
-
-    return present(lifecycle.archive(KIND, pipeline_id, reason, label=LABEL, check=in_use))
+    pipeline = entities.load(StoredPipeline, pipeline_id)
+    lifecycle.refuse_archiving_twice(pipeline, LABEL)
+    if not force:
+        active = [u for u in users(pipeline_id) if not lifecycle.is_archived(u)]
+        if active:
+            raise Conflict(
+                f"{LABEL} {pipeline_id!r} is still used by {describe(active)}; point those at "
+                "another pipeline or archive with forceArchive: true."
+            )
+    pipeline.state = lifecycle.archived_state(pipeline.state, reason)
+    return present(entities.replace(pipeline))
 
 
 def unarchive(pipeline_id: str) -> ReleasePipeline:
-    return present(lifecycle.unarchive(KIND, pipeline_id, label=LABEL))
+    return present(lifecycle.unarchive(StoredPipeline, pipeline_id, label=LABEL))

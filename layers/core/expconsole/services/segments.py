@@ -21,8 +21,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from expconsole import config, kinds
 from expconsole.errors import Conflict, Invalid
 from expconsole.models.pagination import Page, page_of
@@ -50,8 +48,10 @@ RULE_BASED = "rule_based"
 ID_LIST = "id_list"
 
 
-def present(doc: Doc) -> Segment:
-    return Segment.model_validate({**entities.public(doc), "isArchived": lifecycle.is_archived(doc)})
+def present(segment: StoredSegment) -> Segment:
+    return Segment.model_validate(
+        {**entities.public(segment.doc()), "isArchived": lifecycle.entity_is_archived(segment)}
+    )
 
 
 def _path(segment_id: str, action: str = "") -> str:
@@ -109,9 +109,8 @@ def create(body: SegmentCreate) -> Segment:
     segment_id = body.id or entities.id_from_name(body.name)
     if not 3 <= len(segment_id) <= 100:
         raise Invalid.field("id", "the id derived from the name must be 3 to 100 characters; send an id")
-    data = body.model_dump(mode="json")
     segment = StoredSegment(
-        **{field: data[field] for field in _STORED_AS_SENT},
+        **body.model_dump(mode="json", include=set(_STORED_AS_SENT)),
         id=segment_id,
         isEnabled=True,
         targetApps=[],
@@ -126,16 +125,17 @@ def create(body: SegmentCreate) -> Segment:
             raise Invalid.field("rules", "only rule_based segments have rules; an id_list segment holds ids")
         segment.count = 0
         segment.state = SegmentState(archived=False, idListKey=entities.new_id(12))
-    return present(entities.insert(KIND, segment_id, segment.doc()))
+    return present(entities.insert(segment))
 
 
 def get(segment_id: str) -> Segment:
-    return present(entities.load(KIND, segment_id))
+    return present(entities.load(StoredSegment, segment_id))
 
 
 def list_segments(q: SegmentListQuery) -> Page[Segment]:
-    docs = [d for d in dynamo.list_all(KIND) if q.includeArchived or not lifecycle.is_archived(d)]
-    return page_of(docs, page=q.page, limit=q.limit).map(present)
+    stored = [StoredSegment.read(d) for d in dynamo.list_all(KIND)]
+    shown = [s for s in stored if q.includeArchived or not lifecycle.entity_is_archived(s)]
+    return page_of(shown, page=q.page, limit=q.limit).map(present)
 
 
 # --- users, delete, archive ------------------------------------------------------------------------
@@ -151,37 +151,33 @@ _describe = references.describe
 
 
 def delete(segment_id: str) -> None:
-    doc = entities.load(KIND, segment_id)
+    segment = entities.load(StoredSegment, segment_id)
     found = users(segment_id)
     if found:
         raise Conflict(
             f"{LABEL} {segment_id!r} is used by {_describe(found)}; remove those conditions first."
         )
-    entities.remove(KIND, segment_id, doc)
-    list_key = StoredSegment.read(doc).state.idListKey
+    entities.remove(segment)
+    list_key = segment.state.idListKey
     if list_key:
         segment_ids.purge(segment_id, list_key)
 
 
 def archive(segment_id: str, force: bool, reason: str | None) -> Segment:
-    def in_use(doc: Doc) -> None:
-        if not force:
-            active = [u for u in users(segment_id) if not lifecycle.is_archived(u)]
-            if active:
-                raise Conflict(
-                    f"{LABEL} {segment_id!r} is still used by {_describe(active)}; remove those "
-                    "conditions or archive with forceArchive: true."
-                )
-
-    return present(lifecycle.archive(KIND, segment_id, reason, label=LABEL, check=in_use))
+    segment = entities.load(StoredSegment, segment_id)
+    lifecycle.refuse_archiving_twice(segment, LABEL)
+    if not force:
+        active = [u for u in users(segment_id) if not lifecycle.is_archived(u)]
+        if active:
+            raise Conflict(
+                f"{LABEL} {segment_id!r} is still used by {_describe(active)}; remove those "
+                "conditions or archive with forceArchive: true."
+            )
+    segment.state = lifecycle.archived_state(segment.state, reason)
+    return present(entities.replace(segment))
 
 
 # --- rules and ids ---------------------------------------------------------------------------------
-
-
-def _update(segment_id: str, change: Callable[[StoredSegment], None]) -> Segment:
-    """The next version of the segment, `change` applied to its stored model."""
-    return present(entities.update_stored(KIND, segment_id, StoredSegment, change))
 
 
 def _require_type(segment: StoredSegment, wanted: str, action: str) -> None:
@@ -196,20 +192,19 @@ def _require_type(segment: StoredSegment, wanted: str, action: str) -> None:
 
 
 def _refuse_if_archived(segment: StoredSegment) -> None:
-    lifecycle.refuse_if_archived(segment.doc(), LABEL, "it cannot be changed")
+    lifecycle.refuse_if_archived(segment, LABEL, "it cannot be changed")
 
 
 def set_rules(segment_id: str, rules: list[SegmentRule]) -> Segment:
-    def change(segment: StoredSegment) -> None:
-        _require_type(segment, RULE_BASED, "have rules")
-        _refuse_if_archived(segment)
-        _set_rules(segment, rules_common.stored_rules(RULES, rules, segment.rules or [], ""), "")
-
-    return _update(segment_id, change)
+    segment = entities.load(StoredSegment, segment_id)
+    _require_type(segment, RULE_BASED, "have rules")
+    _refuse_if_archived(segment)
+    _set_rules(segment, rules_common.stored_rules(RULES, rules, segment.rules or [], ""), "")
+    return present(entities.replace(segment))
 
 
 def _id_list(segment_id: str, action: str) -> tuple[StoredSegment, str]:
-    segment = StoredSegment.read(entities.load(KIND, segment_id))
+    segment = entities.load(StoredSegment, segment_id)
     _require_type(segment, ID_LIST, action)
     list_key = segment.state.idListKey
     assert list_key is not None, "an id_list segment gets its list's key when created"
@@ -234,12 +229,10 @@ def _change_ids(segment_id: str, ids: list[str], adding: bool) -> Segment:
         segment_ids.remove(segment_id, list_key, distinct)
     count = segment_ids.count(segment_id, list_key)
     if count == segment.count:
-        return present(segment.doc())  # the set is as it was: nothing to record
-
-    def change(current: StoredSegment) -> None:
-        current.count = count
-
-    return _update(segment_id, change)
+        return present(segment)  # the set is as it was: nothing to record
+    current = entities.load(StoredSegment, segment_id)  # as it is now, the ids changed
+    current.count = count
+    return present(entities.replace(current))
 
 
 def add_ids(segment_id: str, ids: list[str]) -> Segment:

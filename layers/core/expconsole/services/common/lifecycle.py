@@ -12,14 +12,12 @@ an archived one, or unarchiving one that is not, is a 400.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
 
 from expconsole.errors import Invalid
+from expconsole.models.stored import StoredModel
 from expconsole.services import entities
-from expconsole.services.entities import Doc
-
-Write = Callable[[str, Callable[[Doc], None]], Doc]
 
 
 def is_archived(doc: Mapping[str, Any], now: int | None = None) -> bool:
@@ -31,66 +29,79 @@ def is_archived(doc: Mapping[str, Any], now: int | None = None) -> bool:
     return scheduled is not None and scheduled <= (entities.now_ms() if now is None else now)
 
 
+# --- on a kind's stored model --------------------------------------------------------------------
+
+State = TypeVar("State", bound=StoredModel)
+
+
+def entity_is_archived(entity: StoredModel, now: int | None = None) -> bool:
+    """`is_archived` of a stored model: its `_state` (`state`), and an older item's stored
+    `status` (a key the model keeps as an extra unless it declares one)."""
+    state = getattr(entity, "state", None)
+    return is_archived(
+        {
+            "status": getattr(entity, "status", None),
+            "_state": state.model_dump() if isinstance(state, StoredModel) else {},
+        },
+        now,
+    )
+
+
 def refuse_if_archived(
-    doc: Mapping[str, Any], label: str, advice: str = "unarchive it before changing it"
+    entity: StoredModel, label: str, advice: str = "unarchive it before changing it"
 ) -> None:
     """A change to an archived entity is a 400 naming it."""
-    if is_archived(doc):
-        raise Invalid(f"{label} {doc['id']!r} is archived: {advice}.")
+    if entity_is_archived(entity):
+        raise Invalid(f"{label} {_id(entity)!r} is archived: {advice}.")
 
 
-def mark_archived(doc: Doc, reason: str | None) -> None:
-    doc["_state"] = {
-        **doc.get("_state", {}),
-        "archived": True,
-        "archiveReason": reason,
-        "archivedTime": entities.now_ms(),
-    }
+def refuse_archiving_twice(entity: StoredModel, label: str) -> None:
+    if entity_is_archived(entity):
+        raise Invalid(f"{label} {_id(entity)!r} is already archived.")
 
 
-def mark_unarchived(doc: Doc, keep: Iterable[str] = ()) -> None:
-    """Back to not archived; the `_state` keys in `keep` (a gate's `launched`) stay."""
-    state = doc.get("_state", {})
-    doc["_state"] = {**{key: state.get(key, False) for key in keep}, "archived": False}
+def refuse_unless_archived(entity: StoredModel, label: str) -> None:
+    if not entity_is_archived(entity):
+        raise Invalid(f"{label} {_id(entity)!r} is not archived.")
 
 
-def archive(
-    kind: str,
-    entity_id: str,
-    reason: str | None,
-    *,
-    label: str,
-    check: Callable[[Doc], None] | None = None,
-    write: Write | None = None,
-) -> Doc:
-    """Archive: `check` may refuse (an entity still in use) or change more (what archiving
-    detaches); `write` stores the change (default: the next version, services.entities)."""
-
-    def change(doc: Doc) -> None:
-        if is_archived(doc):
-            raise Invalid(f"{label} {entity_id!r} is already archived.")
-        if check is not None:
-            check(doc)
-        mark_archived(doc, reason)
-
-    return (write or _update(kind))(entity_id, change)
+def archived_state(state: State, reason: str | None) -> State:
+    """The `_state` of an entity archived now: what it held, and the archive."""
+    return state.model_copy(
+        update={"archived": True, "archiveReason": reason, "archivedTime": entities.now_ms()}
+    )
 
 
-def unarchive(
-    kind: str,
-    entity_id: str,
-    *,
-    label: str,
-    keep: Iterable[str] = (),
-    write: Write | None = None,
-) -> Doc:
-    def change(doc: Doc) -> None:
-        if not is_archived(doc):
-            raise Invalid(f"{label} {entity_id!r} is not archived.")
-        mark_unarchived(doc, keep)
-
-    return (write or _update(kind))(entity_id, change)
+def unarchived_state(state: State, keep: Iterable[str] = ()) -> State:
+    """The `_state` of an entity unarchived: only `keep` (a gate's `launched`) stays, and
+    `archived: false`."""
+    kept = {key: getattr(state, key, False) for key in keep}
+    return type(state).model_validate({**kept, "archived": False})
 
 
-def _update(kind: str) -> Write:
-    return lambda entity_id, change: entities.update(kind, entity_id, change)
+def _id(entity: StoredModel) -> str:
+    return str(getattr(entity, entities.ID))
+
+
+Stored = TypeVar("Stored", bound=StoredModel)
+
+# The field of a kind's stored model holding its `_state`.
+STATE = "state"
+
+
+def archive(model: type[Stored], entity_id: str, reason: str | None, *, label: str) -> Stored:
+    """Archive the entity, of a kind whose stored model holds its archive in `state` and whose
+    archive checks nothing else (a kind that does reads, checks and `entities.replace`s it
+    itself, with `refuse_archiving_twice` and `archived_state`)."""
+    entity = entities.load(model, entity_id)
+    refuse_archiving_twice(entity, label)
+    setattr(entity, STATE, archived_state(getattr(entity, STATE), reason))
+    return entities.replace(entity)
+
+
+def unarchive(model: type[Stored], entity_id: str, *, label: str, keep: Iterable[str] = ()) -> Stored:
+    """Unarchive the entity, as `archive`."""
+    entity = entities.load(model, entity_id)
+    refuse_unless_archived(entity, label)
+    setattr(entity, STATE, unarchived_state(getattr(entity, STATE), keep))
+    return entities.replace(entity)

@@ -11,10 +11,13 @@ what a client retrying or sending an unchanged form should see.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from expconsole.services import entities
 from expconsole.services.entities import Doc
+
+if TYPE_CHECKING:
+    from expconsole.models.base import PatchModel
 
 # What a PATCH body may carry besides the fields to change.
 NOT_CHANGES = frozenset({"version"})
@@ -35,3 +38,8 @@ def unchanged(
     if changes:
         return None
     return entities.current(kind, entity_id, expected_version)
+
+
+def asks_change(body: PatchModel, also_not: frozenset[str] = frozenset()) -> bool:
+    """Whether a PATCH body sends a field to change (`changes_of`, on the request model)."""
+    return bool(body.model_fields_set - NOT_CHANGES - also_not)
