@@ -191,7 +191,7 @@ class Seeder:
 
 @pytest.fixture(scope="module")
 def fuzz_server() -> Iterator[ServeProcess]:
-    with ServeProcess("--ephemeral", "--port", "0", cwd=REPO) as process:
+    with ServeProcess("--ephemeral", "--port", "0", "--no-warm", cwd=REPO) as process:
         yield process
 
 
