@@ -162,6 +162,33 @@ def gates_fn(aws: None) -> Caller:
     return Caller("gates")
 
 
+# Collected first, so that under xdist (`-n`) they start first: the built stack (a `make build`
+# of a minute or more behind a lock, then its server), then the longest end-to-end modules. xdist's
+# default scheduler hands each worker a run of consecutive items, so each of these modules stays
+# on one worker (the stack's lock never holds the other one), and the many short tests that come
+# after keep both workers busy to the end rather than a long test starting last. (--dist loadgroup
+# would group modules explicitly, but it keys work by node id, and Schemathesis gives all of the
+# fuzz test's items one node id: only one of them would run.)
+FIRST = (
+    "tests/stack/",
+    "tests/e2e/test_sdk_protocol.py",
+    "tests/e2e/test_web_console.py",
+    "tests/e2e/test_aws_paths.py",
+    "tests/e2e/test_load_bench.py",
+    "tests/e2e/test_sdk_pulse.py",
+    "tests/e2e/test_first_hour.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the FIRST modules first, in that order; everything else keeps its order."""
+
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, prefix in enumerate(FIRST) if item.nodeid.startswith(prefix)), len(FIRST))
+
+    items.sort(key=rank)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print what tests recorded for the reader (tests/stack: every function's size), pass or fail."""
     for report in terminalreporter.getreports("passed") + terminalreporter.getreports("failed"):

@@ -109,7 +109,7 @@ def pages() -> list[Path]:
 def test_page_examples_run_as_written(page: Path, tmp_path: Path) -> None:
     bash = script(page, blocks(page.read_text()))
     log = tmp_path / "server.log"
-    with ServeProcess("--ephemeral", "--port", "0", cwd=REPO, stderr=log) as server:
+    with ServeProcess("--ephemeral", "--port", "0", "--no-warm", cwd=REPO, stderr=log) as server:
         env = {**os.environ, "CONSOLE": server.url, "KEY": server.api_key, "SECRET": server.server_secret}
         # Its own session, so that a page stuck past the timeout is stopped with all it started.
         run = subprocess.Popen(

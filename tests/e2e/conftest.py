@@ -51,7 +51,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def served(data_dir: Path) -> Iterator[ServeProcess]:
     """A server on a data dir (not ephemeral), shared by the modules that run the CLI beside it;
     a module with a server of its own (test_aws_paths.py) overrides it."""
-    with ServeProcess("--port", "0", "--data-dir", str(data_dir), "--quiet", cwd=REPO) as process:
+    with ServeProcess(
+        "--port", "0", "--data-dir", str(data_dir), "--quiet", "--no-warm", cwd=REPO
+    ) as process:
         yield process
 
 

@@ -52,6 +52,7 @@ def served(account: StandInAccount, logs: Path) -> Iterator[ServeProcess]:
         "--port",
         "0",
         "--quiet",
+        "--no-warm",
         cwd=REPO,
         env=account.env,
         stderr=logs / "serve.log",
@@ -282,7 +283,7 @@ def test_keys_serve_generates_work_for_its_run_only_and_given_ones_stay(
     given = created.stdout.strip()
     secret = account.cli("keys", "create", "--aws", "--stack-name", account.stack_name, "--kind", "server")
     assert secret.returncode == 0, secret.stderr
-    common = ("--aws", "--stack-name", account.stack_name, "--port", "0", "--quiet")
+    common = ("--aws", "--stack-name", account.stack_name, "--port", "0", "--quiet", "--no-warm")
     with ServeProcess(*common, cwd=REPO, env=account.env, stderr=logs / "serve-once.log") as once:
         assert any(line.startswith("Keys: generated ones are deactivated") for line in once.banner)
         assert requests.get(

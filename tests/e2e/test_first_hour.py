@@ -364,14 +364,14 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_generated_keys_are_kept_in_the_data_dir_and_reused_and_can_be_deactivated(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", cwd=REPO) as first:
+    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", "--no-warm", cwd=REPO) as first:
         keys = (first.api_key, first.server_secret)
         assert requests.get(
             first.url + "/console/v1/gates", headers={"SERVICE-API-KEY": first.api_key}, timeout=30
         ).ok
     kept = data / "local-keys.json"
     assert stat.S_IMODE(kept.stat().st_mode) == 0o600
-    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", cwd=REPO) as second:
+    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", "--no-warm", cwd=REPO) as second:
         assert (second.api_key, second.server_secret) == keys  # printed again, not new ones
         assert any(first_key in line for line in second.banner for first_key in keys[:1])
     listed = _cli("keys", "list", "--data-dir", str(data))
@@ -382,7 +382,7 @@ def test_generated_keys_are_kept_in_the_data_dir_and_reused_and_can_be_deactivat
     done = _cli("keys", "deactivate", console_id, "--data-dir", str(data))
     assert done.returncode == 0, done.stderr
     assert _cli("keys", "deactivate", "no-such-key", "--data-dir", str(data)).returncode == 1
-    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", cwd=REPO) as third:
+    with ServeProcess("--port", "0", "--data-dir", str(data), "--quiet", "--no-warm", cwd=REPO) as third:
         assert third.api_key != keys[0] and third.server_secret == keys[1]  # a new key replaces it
         refused = requests.get(
             third.url + "/console/v1/gates", headers={"SERVICE-API-KEY": keys[0]}, timeout=30

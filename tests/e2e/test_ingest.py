@@ -199,15 +199,6 @@ def test_a_single_event_error_is_events_0(server_api: ApiClient) -> None:
     assert resp.json()["errors"][0]["field"] == "events[0].timestamp"
 
 
-def test_2001_events_is_a_413_naming_the_limit(server_api: ApiClient) -> None:
-    resp = post(server_api, [ev("many", metadata=...) for _ in range(2001)])
-    assert resp.status_code == 413, resp.text
-    assert "2000" in resp.json()["message"]
-    ok = post(server_api, [ev(f"many_{uid()}", metadata=...) for _ in range(2000)])
-    assert ok.status_code == 202, ok.text
-    assert ok.json()["accepted"] == 2000
-
-
 def test_a_body_over_1_mib_is_a_413_naming_the_limit(server_api: ApiClient, api: ApiClient) -> None:
     name = f"big_{uid()}"
     body = json.dumps([ev(name, metadata={"pad": "x" * 600_000}), ev(name, metadata={"pad": "y" * 500_000})])

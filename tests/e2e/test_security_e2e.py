@@ -122,7 +122,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     )
     template = str(folder / "template.yaml")
     process = ServeProcess(
-        "--ephemeral", "--port", "0", "--template", template, cwd=folder, stderr=folder / "server.log"
+        "--ephemeral",
+        "--port",
+        "0",
+        "--no-warm",
+        "--template",
+        template,
+        cwd=folder,
+        stderr=folder / "server.log",
     )
     with process:
         yield process

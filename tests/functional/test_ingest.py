@@ -113,6 +113,18 @@ def test_a_console_key_is_refused_and_no_key_is_a_401(ingest_fn: Caller) -> None
     assert ingest_fn("POST", PATH, _two_day_batch(), key_kind=None)[0] == 401
 
 
+def test_2001_events_is_a_413_naming_the_limit_and_2000_are_accepted(ingest_fn: Caller) -> None:
+    """The count limit is the ingest service's (moved from tests/e2e: no gateway is involved)."""
+    now = int(time.time() * 1000)
+    status, body = ingest_fn("POST", PATH, [_event("many", now) for _ in range(2001)], key_kind="server")
+    assert status == 413, body
+    assert "2000" in body["message"]
+    assert _stored_lines() == []  # refused whole: nothing of it is stored
+    status, body = ingest_fn("POST", PATH, [_event("many", now) for _ in range(2000)], key_kind="server")
+    assert status == 202, body
+    assert body["accepted"] == 2000
+
+
 def test_more_than_99_event_names_in_one_object_are_counted_in_chunks_once(ingest_fn: Caller) -> None:
     now = int(time.time() * 1000)
     batch = [_event(f"e{i:03d}", now) for i in range(150)]

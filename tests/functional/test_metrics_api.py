@@ -217,6 +217,65 @@ def experiments(module_store: None) -> Experiments:
     return Experiments(boto3.client("dynamodb"), STORE_TABLE)
 
 
+DEFINITION_FIELDS = {"metricEvents", "metricComponentMetrics", "funnelEventList", "funnelCountDistinct"}
+
+
+# --- create every type: the whole answer ------------------------------------------------------
+
+
+def _expected_lineage(body: dict[str, Any]) -> dict[str, list[str]]:
+    events = [e["name"] for e in body.get("metricEvents") or []]
+    metrics = [f"{c['name']}::{c['type']}" for c in body.get("metricComponentMetrics") or []]
+    for step in body.get("funnelEventList") or []:
+        if step["type"] in ("event_user", "event_count_custom"):
+            metrics.append(f"{step['name']}::{step['type']}")
+        else:
+            events.append(step["name"])
+    return {"events": events, "metrics": metrics}
+
+
+@pytest.mark.parametrize(
+    "metric_type", ["sum", "event_count_custom", "event_user", "ratio", "composite_sum", "funnel"]
+)
+def test_create_each_type_returns_the_whole_metric(metrics: Metrics, metric_type: str) -> None:
+    body = body_for(metric_type, description="a metric", tags=["t1"], unitTypes=["userID"])
+    resp = metrics.call("POST", METRICS, json=body)
+    assert resp.status_code == 201, resp.text
+    assert isinstance(resp.json()["message"], str) and resp.json()["message"]
+    metric = resp.json()["data"]
+    assert metric.keys() >= CONTRACT_FIELDS | BOOKKEEPING_FIELDS, CONTRACT_FIELDS - metric.keys()
+    assert metric["id"] == f"{body['name']}::{metric_type}"
+    assert (metric["name"], metric["type"]) == (body["name"], metric_type)
+    assert metric["directionality"] == "increase"
+    assert (
+        metric["description"] == "a metric" and metric["tags"] == ["t1"] and metric["unitTypes"] == ["userID"]
+    )
+    assert [metric[f] for f in ("isPermanent", "isReadOnly", "isHidden", "isVerified")] == [False] * 4
+    assert metric["lineage"] == _expected_lineage(body)
+    assert metric["version"] == 1 and isinstance(metric["version"], int)
+    assert metric["team"] is None and metric["teamID"] is None and metric["creatorEmail"] is None
+    assert metric["creatorName"] == "CONSOLE API" and metric["lastModifierName"] == "CONSOLE API"
+    assert metric["owner"]["ownerType"] == "SDK_KEY"
+    assert metric["owner"]["ownerName"] == metric["owner"]["name"] == "CONSOLE API"
+    assert metric["owner"]["ownerEmail"] == ""
+    assert isinstance(metric["createdTime"], int) and metric["createdTime"] > 1_600_000_000_000
+    assert metric["lastModifiedTime"] >= metric["createdTime"]
+    assert metric["isArchived"] is False and metric["scheduledArchiveTime"] is None
+    assert metric["permalink"].startswith("http") and metric["permalink"].endswith(
+        quote(metric["id"], safe=":")
+    )
+    # The type's own definition fields, and only those.
+    for field in DEFINITION_FIELDS & body.keys():
+        given = body[field]
+        if field == "metricEvents":
+            assert [e["name"] for e in metric[field]] == [e["name"] for e in given]
+        else:
+            assert metric[field] == given
+    unused = DEFINITION_FIELDS - body.keys() - ({"funnelCountDistinct"} if metric_type == "funnel" else set())
+    assert not unused & metric.keys(), unused & metric.keys()
+    assert metrics.get(metric["id"]) == metric
+
+
 def test_defaults_are_resolved_on_create(metrics: Metrics) -> None:
     summed = metrics.create("sum", metricEvents=[event()])
     assert summed["metricEvents"][0]["type"] == "value"

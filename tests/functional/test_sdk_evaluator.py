@@ -2,8 +2,13 @@
 
 Both SDKs (`statsig`, pure Python; `statsig-python-core`, the Rust core) download the same
 document from a loopback server (v1 and its `v1_to_v2` conversion, id lists as files) and
-evaluate 10,000 varied users; our `Evaluator` must give the same value and rule id for every
+evaluate 3,000 varied users; our `Evaluator` must give the same value and rule id for every
 user and every gate, config, experiment and layer, and the same exposure events as the SDK logs.
+
+The coverage lies in the users' variety (every attribute sometimes present, sometimes not) and the
+document's specs, not in the count: the test asserts that every gate's condition is both met and
+missed, and every experiment group and layer allocation reached, so a population too small to
+exercise one fails. The splits' statistical test keeps its 20,000 users.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from tests.functional.sdk_specs import (
     users,
 )
 
-USERS = 10_000
+USERS = 3_000  # enough for both sides of every condition and every group (asserted below)
 
 
 def _hashed_lists() -> dict[str, set[str]]:
@@ -125,7 +130,7 @@ def served() -> Any:
         yield doc, pure, core, state
 
 
-def test_every_answer_equals_the_pure_sdk_and_the_rust_core_for_10000_users(served: Any) -> None:
+def test_every_answer_equals_the_pure_sdk_and_the_rust_core_for_varied_users(served: Any) -> None:
     doc, pure, core, _state = served
     evaluator = Evaluator(doc, _hashed_lists())
     population = users(USERS)

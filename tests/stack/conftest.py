@@ -104,5 +104,7 @@ def build_dir() -> Path:
 @pytest.fixture(scope="session")
 def server(build_dir: Path) -> Iterator[ServeProcess]:
     """A local server running the built functions (what `sam deploy` would ship)."""
-    with ServeProcess("--ephemeral", "--port", "0", "--build-dir", str(build_dir), cwd=REPO) as process:
+    with ServeProcess(
+        "--ephemeral", "--port", "0", "--no-warm", "--build-dir", str(build_dir), cwd=REPO
+    ) as process:
         yield process

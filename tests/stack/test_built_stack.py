@@ -133,7 +133,9 @@ def test_a_module_missing_from_a_layer_fails_its_function(build_dir: Path, tmp_p
             (build / entry.name).symlink_to(entry)
     log = tmp_path / "serve.log"
     with (
-        ServeProcess("--ephemeral", "--port", "0", "--build-dir", str(build), cwd=REPO, stderr=log) as server,
+        ServeProcess(
+            "--ephemeral", "--port", "0", "--no-warm", "--build-dir", str(build), cwd=REPO, stderr=log
+        ) as server,
         ApiClient(server.url, server.api_key) as api,
     ):
         response = api.get("/console/v1/gates")
