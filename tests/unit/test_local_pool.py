@@ -89,8 +89,9 @@ def test_a_warmed_sandbox_serves_the_first_request_and_one_that_comes_while_it_s
 
 
 def test_a_request_that_finds_the_sandbox_busy_waits_for_it_rather_than_start_a_slower_one() -> None:
+    """For the web console's files (queue_bursts): a burst waits for the warm sandbox."""
     FakeSandbox.init_gate.set()
-    pool = _Pool(FUNCTION, limit=10)
+    pool = _Pool(FUNCTION, limit=10, queue_bursts=True)
     pool.invoke("warm-up", [])  # one sandbox, its cold start measured (60 s)
     busy, _ = _in_thread(pool.invoke, "blocked", [])
     second, answer = _in_thread(pool.invoke, "second", [])
@@ -98,6 +99,19 @@ def test_a_request_that_finds_the_sandbox_busy_waits_for_it_rather_than_start_a_
     busy.join(WAIT_S)
     second.join(WAIT_S)
     assert answer == [{"sandbox": 0}] and len(FakeSandbox.created) == 1
+
+
+def test_a_request_that_finds_every_sandbox_busy_starts_another_at_once_as_lambda_does() -> None:
+    """Any other function: concurrent requests run concurrently, however slow a cold start is."""
+    FakeSandbox.init_gate.set()
+    pool = _Pool(FUNCTION, limit=10)
+    pool.invoke("warm-up", [])  # one sandbox, its cold start measured (60 s)
+    busy, _ = _in_thread(pool.invoke, "blocked", [])
+    second, answer = _in_thread(pool.invoke, "second", [])
+    second.join(WAIT_S)
+    FakeSandbox.invoke_gate.set()
+    busy.join(WAIT_S)
+    assert answer == [{"sandbox": 1}] and len(FakeSandbox.created) == 2
 
 
 def test_the_first_requests_of_a_function_get_sandboxes_at_once() -> None:

@@ -402,17 +402,23 @@ class _Pool:
     """The sandboxes of one function: idle ones are reused (warm), new ones started up to `limit`.
 
     Past the limit a request waits for a sandbox to be free, as Lambda throttles; locally that
-    is a wait rather than a 429. Below it, a request that finds every sandbox busy waits for one
-    to be free for at most as long as the function's last cold start took, and only then starts
-    another: Lambda would start one at once, on a CPU of its own, but here a cold start takes
-    cores the others need, and a burst of short requests (a browser loading the console's dozen
-    files at once, 5 ms each) would otherwise start a sandbox per file, each slower than waiting.
+    is a wait rather than a 429. Below it, a request that finds every sandbox busy starts another
+    at once, as Lambda does, so concurrent requests really run concurrently (the write races of
+    the tests and bench/load.py rely on it). The one departure, `queue_bursts`, is for the function
+    serving the web console's files: there a request that finds every sandbox busy waits for one
+    for at most as long as the function's last cold start took, and only then starts another.
+    Lambda would start one at once on a CPU of its own, but here a cold start takes cores the
+    others need, and a browser loading the console's dozen files at once (5 ms each) would
+    otherwise start a sandbox per file, each slower than waiting.
     """
 
-    def __init__(self, function: Function, limit: int, artifact: Artifact | None = None) -> None:
+    def __init__(
+        self, function: Function, limit: int, artifact: Artifact | None = None, *, queue_bursts: bool = False
+    ) -> None:
         self.function = function
         self.limit = limit
         self.artifact = artifact
+        self.queue_bursts = queue_bursts
         self._ready = threading.Condition()
         self._idle: list[_Sandbox] = []
         self._live: set[_Sandbox] = set()
@@ -469,7 +475,8 @@ class _Pool:
                     continue
                 if len(self._live) + self._starting < self.limit:
                     if patience is None:
-                        patience = time.monotonic() + (self._cold_start_s if self._live else 0.0)
+                        waits = self.queue_bursts and bool(self._live)
+                        patience = time.monotonic() + (self._cold_start_s if waits else 0.0)
                     remaining = patience - time.monotonic()
                     if remaining <= 0:
                         self._starting += 1
@@ -596,11 +603,13 @@ class Functions:
         """
         return self._pool(function).invoke(event, list(redact))
 
-    def warm(self, function: Function) -> None:
+    def warm(self, function: Function, *, queue_bursts: bool = False) -> None:
         """Start a sandbox of the function ahead of its first request (see _Pool.warm); returns
-        once its handler is imported (or failed to be)."""
+        once its handler is imported (or failed to be). `queue_bursts`: see _Pool."""
         with contextlib.suppress(ServerStopping):
-            self._pool(function).warm()
+            pool = self._pool(function)
+            pool.queue_bursts = pool.queue_bursts or queue_bursts
+            pool.warm()
 
     def _pool(self, function: Function) -> _Pool:
         with self._lock:
@@ -716,12 +725,13 @@ class Gateway:
         """Start what runs beside requests (the stream emulation), once the backend is up."""
         self.stream.start()
 
-    def warm(self, requests: Iterable[tuple[str, str]]) -> None:
+    def warm(self, requests: Iterable[tuple[str, str]], *, queue_bursts: bool = False) -> None:
         """Start a sandbox of each function that would answer these requests (`(method, path)`),
         one after the other in that order, ahead of the requests; returns once they are ready. A
-        request that comes meanwhile waits for its function's sandbox."""
+        request that comes meanwhile waits for its function's sandbox. `queue_bursts` (the web
+        console's files): see _Pool."""
         for function in self.functions_answering(requests):
-            self.functions.warm(function)
+            self.functions.warm(function, queue_bursts=queue_bursts)
 
     def functions_answering(self, requests: Iterable[tuple[str, str]]) -> list[Function]:
         """The functions a request to each of these routes invokes, in order, each once."""

@@ -146,7 +146,9 @@ class LocalServer:
             self._start_lambda_api(api, gateway.functions)
             self.api_key, self.server_secret = self._keys()
             if self.warm:
-                gateway.warm(FIRST_PAGE)  # before the stream's first build, which would slow it down
+                # Before the stream's first build, which would slow it down; a burst of the page's
+                # files waits for its sandbox rather than starting one per file.
+                gateway.warm(FIRST_PAGE, queue_bursts=True)
             gateway.start()
         except BaseException:
             self.stop()
