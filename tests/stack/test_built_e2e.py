@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from tests.e2e.test_first_hour import (
     test_a_first_request_without_the_key_header_is_told_to_send_it,
-    test_load_pulse_is_queued_as_in_aws_and_history_shows_it_running_then_done,
+    test_load_pulse_is_queued_as_in_aws_and_its_history_record_finishes,
 )
 from tests.e2e.test_pulse import test_pulse_results_equal_an_independent_computation
 from tests.e2e.test_sdk_pulse import test_sdk_assignments_and_events_reach_pulse
 
 __all__ = [
     "test_a_first_request_without_the_key_header_is_told_to_send_it",
-    "test_load_pulse_is_queued_as_in_aws_and_history_shows_it_running_then_done",
+    "test_load_pulse_is_queued_as_in_aws_and_its_history_record_finishes",
     "test_pulse_results_equal_an_independent_computation",
     "test_sdk_assignments_and_events_reach_pulse",
 ]
