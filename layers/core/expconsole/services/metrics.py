@@ -45,7 +45,6 @@ experiments name a metric in `primaryMetrics`, `secondaryMetrics` or `otherMetri
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -89,12 +88,7 @@ BUILTIN_CREATOR = "SYSTEM"
 
 def archive_grace_ms() -> int:
     """How long after `schedule_archive` the archive takes effect."""
-    raw = os.environ.get(GRACE_ENV)
-    try:
-        seconds = float(raw) if raw is not None else DEFAULT_GRACE_SECONDS
-    except ValueError:
-        seconds = DEFAULT_GRACE_SECONDS
-    return int(max(seconds, 0) * 1000)
+    return int(config.seconds(GRACE_ENV, DEFAULT_GRACE_SECONDS) * 1000)
 
 
 # --- built-ins, existence -------------------------------------------------------------------------
