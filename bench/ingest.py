@@ -15,24 +15,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core")]
-for _name, _value in {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "TABLE_NAME": "expconsole-bench",
-    "EVENTS_BUCKET": "expconsole-bench-events",
-    "POWERTOOLS_LOG_LEVEL": "ERROR",
-}.items():
-    os.environ[_name] = _value
-os.environ.pop("AWS_ENDPOINT_URL", None)
+import in_process  # noqa: F401  (first: the repository on the path, moto's stand-in environment)
 
 SIZES = (1, 100, 1000)
 MIN_SECONDS = 1.5
@@ -75,7 +61,7 @@ def main() -> None:
 
     from expconsole import aws
     from expconsole.store import dynamo, event_counters, s3
-    from tests.conftest import http_event, load_function, register_test_keys
+    from tests.conftest import LAMBDA_CONTEXT, http_event, load_function, register_test_keys
 
     aws.reset()
     with mock_aws():
@@ -102,7 +88,7 @@ def main() -> None:
 
         def through_handler(body: str) -> None:
             # a distinct body per call, so every call is a new request (no retry short-cut)
-            response = handler(http_event("POST", path, body, key_kind="server"), None)
+            response = handler(http_event("POST", path, body, key_kind="server"), LAMBDA_CONTEXT)
             if response["statusCode"] != 202:
                 raise SystemExit(f"ingest failed: {response['statusCode']} {response['body'][:300]}")
             counter["run"] += 1

@@ -20,25 +20,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "core")]
-for _name, _value in {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "TABLE_NAME": "expconsole-bench",
-    "EVENTS_BUCKET": "expconsole-bench-events",
-    "POWERTOOLS_LOG_LEVEL": "ERROR",
-}.items():
-    os.environ[_name] = _value
-os.environ.pop("AWS_ENDPOINT_URL", None)
+import in_process  # noqa: F401  (first: the repository on the path, moto's stand-in environment)
 
 BASELINE = "baseline: GetItem of the key item"
 
